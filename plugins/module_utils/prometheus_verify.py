@@ -1,0 +1,237 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Check through Prometheus's own HTTP API that the metrics a platform promises arrive.
+
+Stdlib only: the same code runs inside the Ansible module and the gpufleet CLI.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+try:  # inside Ansible (module_utils) and as the gpufleet.lib package
+    from ansible_collections.gpufleet.platform.plugins.module_utils import dcgm
+except ImportError:  # pragma: no cover - CLI without the collection on the path
+    from gpufleet.lib import dcgm  # type: ignore[no-redef]
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """A metric that must (or may) be present, with the labels each series needs.
+
+    Each entry of ``labels`` is a tuple of accepted names: ("Hostname", "hostname")
+    is satisfied by either spelling.
+    """
+
+    metric: str
+    labels: tuple[tuple[str, ...], ...] = ()
+    minimum: float | None = None
+    maximum: float | None = None
+    required: bool = True
+
+
+@dataclass
+class MetricResult:
+    metric: str
+    status: str  # ok | missing | unsupported | missing_labels | out_of_range | stale
+    series: int = 0
+    detail: str = ""
+    instances: list[str] = field(default_factory=list)
+
+
+@dataclass
+class TargetResult:
+    scrape_url: str
+    instance: str
+    health: str
+    last_error: str
+    job: str
+
+
+@dataclass
+class Report:
+    ok: bool
+    job: str
+    targets: list[TargetResult]
+    metrics: list[MetricResult]
+    failures: list[str]
+    waited_s: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class PrometheusError(RuntimeError):
+    pass
+
+
+_RANGES: dict[str, tuple[float, float]] = {
+    "DCGM_FI_DEV_GPU_UTIL": (0, 100),
+    "DCGM_FI_DEV_MEM_COPY_UTIL": (0, 100),
+    "DCGM_FI_DEV_ENC_UTIL": (0, 100),
+    "DCGM_FI_DEV_DEC_UTIL": (0, 100),
+    "DCGM_FI_DEV_GPU_TEMP": (0, 130),
+    "DCGM_FI_DEV_MEMORY_TEMP": (0, 130),
+    "DCGM_FI_DEV_POWER_USAGE": (0, 2000),
+    "DCGM_FI_DEV_FB_USED": (0, float("inf")),
+    "DCGM_FI_DEV_FB_FREE": (0, float("inf")),
+}
+
+
+def dcgm_profile(include_optional: bool = True, profiling: bool = False) -> list[Expectation]:
+    """Expectations for dcgm-exporter's default counters.
+
+    Required fields must be present with real values; optional ones (not every
+    GPU model reports them) are checked only when present.
+    """
+    labels = tuple((name,) for name in dcgm.IDENTITY_LABELS) + (dcgm.HOST_LABELS,)
+    out = []
+    for counter in dcgm.DEFAULT_COUNTERS:
+        if counter.kind == "label" or (counter.profiling and not profiling):
+            continue
+        if not counter.required and not include_optional:
+            continue
+        low, high = _RANGES.get(counter.name, (0, float("inf")))
+        out.append(Expectation(counter.name, labels, low, high, counter.required))
+    return out
+
+
+PROFILES = {"dcgm": dcgm_profile}
+
+
+def _get(base_url: str, path: str, params: dict[str, str] | None = None, timeout: float = 10) -> Any:
+    url = base_url.rstrip("/") + path + ("?" + urllib.parse.urlencode(params) if params else "")
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            payload = json.load(response)
+    except urllib.error.URLError as exc:
+        raise PrometheusError(f"cannot reach Prometheus at {base_url}: {exc.reason}") from exc
+    if payload.get("status") != "success":
+        raise PrometheusError(f"Prometheus {path} answered {payload.get('errorType')}: {payload.get('error')}")
+    return payload["data"]
+
+
+def fetch_targets(base_url: str, job: str) -> list[TargetResult]:
+    data = _get(base_url, "/api/v1/targets", {"state": "active"})
+    return [
+        TargetResult(t["scrapeUrl"], t["labels"].get("instance", ""), t["health"], t.get("lastError", ""), job)
+        for t in data["activeTargets"]
+        if t.get("scrapePool") == job or t["labels"].get("job") == job
+    ]
+
+
+def _query(base_url: str, promql: str) -> list[dict[str, Any]]:
+    result: list[dict[str, Any]] = _get(base_url, "/api/v1/query", {"query": promql})["result"]
+    return result
+
+
+def _series_key(labels: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((k, v) for k, v in labels.items() if k != "__name__"))
+
+
+def _selector(metric: str, job: str, instances: list[str]) -> str:
+    matchers = [f'job="{job}"']
+    if instances:
+        matchers.append('instance=~"' + "|".join(instances) + '"')
+    return f"{metric}{{{','.join(matchers)}}}"
+
+
+def check_metric(
+    exp: Expectation, series: list[dict[str, Any]], now: float, max_age_s: float, instances: list[str]
+) -> MetricResult:
+    """Judge one metric from the instant-query result for it (pure; unit-tested)."""
+    seen = sorted({s["metric"].get("instance", "") for s in series})
+    result = MetricResult(exp.metric, "ok", len(series), instances=seen)
+    if not series:
+        result.status = "missing"
+        return result
+    lacking = [instance for instance in instances if instance not in seen]
+    if lacking:
+        result.status = "missing"
+        result.detail = "no series for instance " + ", ".join(lacking)
+        return result
+    for s in series:
+        labels = s["metric"]
+        absent = [alts for alts in exp.labels if not any(labels.get(name) for name in alts)]
+        if absent:
+            names = ["/".join(alts) for alts in absent]
+            result.status = "missing_labels"
+            result.detail = f"series {labels.get('instance', '?')} lacks label(s) {', '.join(names)}"
+            return result
+    values = [(float(s["value"][1]), float(s["value"][0])) for s in series]
+    real = [(v, t) for v, t in values if not dcgm.is_blank(v)]
+    if not real:
+        result.status = "unsupported"
+        result.detail = "every series carries DCGM's blank sentinel (field not supported by this GPU)"
+        return result
+    oldest = min(t for _, t in real)
+    if now - oldest > max_age_s:
+        result.status = "stale"
+        result.detail = f"newest sample is {now - oldest:.0f}s old (limit {max_age_s:.0f}s)"
+        return result
+    low = exp.minimum if exp.minimum is not None else float("-inf")
+    high = exp.maximum if exp.maximum is not None else float("inf")
+    outside = [v for v, _ in real if not low <= v <= high]
+    if outside:
+        result.status = "out_of_range"
+        result.detail = f"value {outside[0]:g} outside [{low:g}, {high:g}]"
+    return result
+
+
+def _judge_once(
+    base_url: str, job: str, expectations: list[Expectation], instances: list[str], max_age_s: float
+) -> tuple[list[TargetResult], list[MetricResult], list[str]]:
+    targets = fetch_targets(base_url, job)
+    failures: list[str] = []
+    if not targets:
+        failures.append(f"no target in job {job!r}: the scrape configuration does not produce it (check its selector)")
+    for target in targets:
+        if target.health != "up":
+            failures.append(f"target {target.instance} ({target.scrape_url}) is {target.health}: {target.last_error}")
+    missing_instances = [i for i in instances if i not in {t.instance for t in targets}]
+    if targets and missing_instances:
+        failures.append(f"no target with instance {', '.join(missing_instances)} in job {job!r}")
+    results = []
+    for exp in expectations:
+        selector = _selector(exp.metric, job, instances)
+        # An instant query reports the evaluation time; timestamp() gives each
+        # series' newest sample time, which is what freshness is about.
+        stamps = {_series_key(s["metric"]): s["value"][1] for s in _query(base_url, f"timestamp({selector})")}
+        series = [
+            {"metric": s["metric"], "value": [stamps.get(_series_key(s["metric"]), s["value"][0]), s["value"][1]]}
+            for s in _query(base_url, selector)
+        ]
+        result = check_metric(exp, series, time.time(), max_age_s, instances)
+        results.append(result)
+        tolerated = not exp.required and result.status in ("missing", "unsupported")
+        if result.status != "ok" and not tolerated:
+            failures.append(f"{exp.metric}: {result.status}{' - ' + result.detail if result.detail else ''}")
+    return targets, results, failures
+
+
+def verify(
+    base_url: str,
+    job: str,
+    expectations: list[Expectation],
+    instances: list[str] | None = None,
+    max_age_s: float = 120,
+    timeout_s: float = 60,
+    poll_s: float = 2,
+) -> Report:
+    """Poll until every expectation holds or ``timeout_s`` passes; report the last judgement."""
+    started = time.monotonic()
+    wanted = list(instances or [])
+    while True:
+        try:
+            targets, results, failures = _judge_once(base_url, job, expectations, wanted, max_age_s)
+        except PrometheusError as exc:
+            targets, results, failures = [], [], [str(exc)]
+        waited = time.monotonic() - started
+        if not failures or waited >= timeout_s:
+            return Report(not failures, job, targets, results, failures, round(waited, 1))
+        time.sleep(poll_s)

@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""DCGM-format FIXTURE exporter: a lab stand-in for NVIDIA dcgm-exporter.
+
+It serves no real GPU data. It publishes the metric names, types and labels that
+dcgm-exporter publishes for the counters file it is given, with synthetic values,
+so the telemetry path (tunnel, Prometheus, verifier) can be tested on hosts
+without a GPU. Fields listed as unsupported are served with DCGM's blank
+sentinel, as the real exporter does for fields a GPU does not support.
+Identity labels default to the H200 captured in shared/reference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+INT64_BLANK = 9223372036854775794  # DCGM_INT64_NOT_SUPPORTED
+START = time.time()
+
+
+def parse_counters(path: str) -> list[tuple[str, str, str]]:
+    rows = []
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip() and not line.lstrip().startswith("#"):
+                name, kind, help_text = (part.strip() for part in line.split(",", 2))
+                rows.append((name, kind, help_text))
+    return rows
+
+
+def synthetic_value(name: str, gpu: int, now: float) -> float:
+    """Plausible, slowly varying readings; counters only grow."""
+    phase = math.sin((now - START) / 30.0 + gpu)
+    uptime = now - START
+    table = {
+        "DCGM_FI_DEV_GPU_UTIL": round(50 + 40 * phase),
+        "DCGM_FI_DEV_MEM_COPY_UTIL": round(20 + 15 * phase),
+        "DCGM_FI_DEV_GPU_TEMP": round(45 + 10 * phase),
+        "DCGM_FI_DEV_MEMORY_TEMP": round(50 + 8 * phase),
+        "DCGM_FI_DEV_POWER_USAGE": round(300 + 200 * phase, 3),
+        "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": round(1e9 + uptime * 300_000),
+        "DCGM_FI_DEV_SM_CLOCK": 1980,
+        "DCGM_FI_DEV_MEM_CLOCK": 3201,
+        "DCGM_FI_DEV_FB_USED": round(60000 + 20000 * phase),
+        "DCGM_FI_DEV_FB_FREE": round(143771 - 60000 - 20000 * phase - 556),
+        "DCGM_FI_DEV_FB_RESERVED": 556,
+    }
+    return float(table.get(name, 0))
+
+
+class Fixture:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.counters = parse_counters(args.counters)
+        self.unsupported = set(filter(None, args.unsupported.split(",")))
+
+    def labels(self, gpu: int) -> str:
+        a = self.args
+        pairs = {
+            "gpu": str(gpu),
+            "UUID": f"{a.uuid_prefix}{gpu:012x}",
+            "pci_bus_id": f"00000000:{6 + gpu:02X}:00.0",
+            "device": f"nvidia{gpu}",
+            "modelName": a.model_name,
+            a.host_label: a.node_name,
+            "DCGM_FI_DRIVER_VERSION": a.driver_version,
+        }
+        return ",".join(f'{k}="{v}"' for k, v in pairs.items())
+
+    def render(self) -> str:
+        now = time.time()
+        out = []
+        for name, kind, help_text in self.counters:
+            if kind == "label":
+                continue
+            out.append(f"# HELP {name} {help_text}")
+            out.append(f"# TYPE {name} {kind}")
+            for gpu in range(self.args.gpus):
+                value = INT64_BLANK if name in self.unsupported else synthetic_value(name, gpu, now)
+                out.append(f"{name}{{{self.labels(gpu)}}} {value:.17g}")
+        return "\n".join(out) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--counters", required=True, help="dcgm-exporter counters CSV")
+    parser.add_argument("--listen", default="127.0.0.1:9400")
+    parser.add_argument("--gpus", type=int, default=1)
+    parser.add_argument("--node-name", required=True, help="value of the host label (NODE_NAME)")
+    parser.add_argument("--host-label", default="Hostname", choices=["Hostname", "hostname"])
+    parser.add_argument("--model-name", default="NVIDIA H200")
+    parser.add_argument("--driver-version", default="580.159.04")
+    parser.add_argument("--uuid-prefix", default="GPU-f1x7e5e0-0000-0000-0000-")
+    parser.add_argument("--unsupported", default="", help="comma-separated fields served as blank")
+    args = parser.parse_args()
+    fixture = Fixture(args)
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.path.split("?")[0] != "/metrics":
+                self.send_error(404)
+                return
+            body = fixture.render().encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+            pass
+
+    host, port = args.listen.rsplit(":", 1)
+    ThreadingHTTPServer((host, int(port)), Handler).serve_forever()
+
+
+if __name__ == "__main__":
+    main()

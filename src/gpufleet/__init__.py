@@ -1,0 +1,1 @@
+"""gpufleet: GPU inference platform bootstrap and verification."""

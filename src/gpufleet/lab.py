@@ -1,0 +1,288 @@
+"""The built-in lab: Debian 12 systemd hosts in podman containers, reached over SSH.
+
+The hosts come from ``inventories/lab/hosts.yml`` (name, group, address), so the
+inventory Ansible uses and the containers that exist never disagree. Everything
+the lab writes lives under ``.lab/`` in the checkout: a project-local
+containers.conf (the quirks of ../shared/LAB-NOTES.md, without touching /etc),
+the SSH key Ansible logs in with, and the pinned known_hosts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+LAB_INVENTORY = REPO_ROOT / "inventories" / "lab" / "hosts.yml"
+NETWORK = "gpufleet-lab"
+SUBNET = "10.213.7.0/24"
+IMAGE = "localhost/gpufleet-lab-base"
+CONTAINER_PREFIX = "gpufleet-lab-"
+RECIPE_LABEL = "io.gpufleet.recipe"
+
+# Packages baked into the base image: what a freshly installed Debian server
+# with SSH has, plus python3-apt so Ansible's apt module needs no bootstrap.
+BASE_PACKAGES = [
+    "python3",
+    "python3-apt",
+    "systemd",
+    "systemd-sysv",
+    "dbus",
+    "openssh-server",
+    "sudo",
+    "iproute2",
+    "procps",
+    "ca-certificates",
+]
+
+CONTAINERS_CONF = """\
+# Written by gpufleet lab: podman settings this lab needs (see docs/lab.md).
+[engine]
+runtime = "runc"
+cgroup_manager = "cgroupfs"
+events_logger = "file"
+
+[containers]
+default_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]
+"""
+
+# Run inside the debootstrapped tree: each container makes its own SSH host
+# keys on first boot (a shared image must not share host keys), and apt in the
+# lab uses the same Debian mirror as the machine that built it, with package
+# lists fetched, as on a freshly installed server.
+IMAGE_SETUP = """\
+set -e
+rm -f /etc/ssh/ssh_host_*
+mkdir -p /etc/systemd/system/ssh.service.d
+printf '[Service]\\nExecStartPre=\\nExecStartPre=/usr/bin/ssh-keygen -A\\nExecStartPre=/usr/sbin/sshd -t\\n' \
+  > /etc/systemd/system/ssh.service.d/10-host-keys.conf
+printf 'PermitRootLogin prohibit-password\\nPasswordAuthentication no\\n' > /etc/ssh/sshd_config.d/gpufleet-lab.conf
+printf 'deb {mirror} bookworm main\\ndeb {mirror} bookworm-updates main\\n' > /etc/apt/sources.list
+truncate -s 0 /etc/machine-id
+rm -f /var/lib/dbus/machine-id
+apt-get -qq update
+apt-get clean
+"""
+
+
+class LabError(RuntimeError):
+    """A lab operation failed; the message says what to fix."""
+
+
+@dataclass(frozen=True)
+class LabHost:
+    name: str
+    group: str
+    address: str
+
+    @property
+    def container(self) -> str:
+        return CONTAINER_PREFIX + self.name
+
+
+def lab_dir() -> Path:
+    return Path(os.environ.get("GPUFLEET_LAB_DIR", REPO_ROOT / ".lab"))
+
+
+def podman_env() -> dict[str, str]:
+    conf = lab_dir() / "containers.conf"
+    if not conf.exists():
+        conf.parent.mkdir(parents=True, exist_ok=True)
+        conf.write_text(CONTAINERS_CONF)
+    return {**os.environ, "CONTAINERS_CONF": str(conf)}
+
+
+def podman(*args: str, check: bool = True, capture: bool = True) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        ["podman", *args], env=podman_env(), text=True, capture_output=capture, check=False
+    )
+    if check and proc.returncode != 0:
+        raise LabError(f"podman {' '.join(args[:3])} failed: {proc.stderr.strip()}")
+    return proc
+
+
+def debian_mirror(apt_dir: Path = Path("/etc/apt")) -> str:
+    """The Debian mirror this machine's apt uses (deb822 or one-line format)."""
+    for sources in sorted((apt_dir / "sources.list.d").glob("*.sources")):
+        for stanza in sources.read_text().split("\n\n"):
+            fields = dict(
+                line.split(":", 1) for line in stanza.splitlines() if re.match(r"^[A-Za-z-]+:", line)
+            )
+            suites = fields.get("Suites", "").split()
+            if "bookworm" in suites and "URIs" in fields:
+                return fields["URIs"].split()[0]
+    one_line = apt_dir / "sources.list"
+    if one_line.exists():
+        for line in one_line.read_text().splitlines():
+            words = re.sub(r"\[[^]]*\]", "", line).split()  # drop [arch=...] options
+            if len(words) >= 3 and words[0] == "deb" and words[2] == "bookworm":
+                return words[1]
+    raise LabError("no Debian bookworm mirror found in /etc/apt; the lab image needs one to debootstrap")
+
+
+def recipe_hash(mirror: str) -> str:
+    recipe = "\n".join([*BASE_PACKAGES, IMAGE_SETUP, mirror])
+    return hashlib.sha256(recipe.encode()).hexdigest()[:16]
+
+
+def load_hosts(inventory: Path = LAB_INVENTORY) -> list[LabHost]:
+    """Hosts of a lab inventory: each host where a group gives it an ansible_host."""
+    data = yaml.safe_load(inventory.read_text()) or {}
+    subnet = ipaddress.ip_network(SUBNET)
+    hosts: dict[str, LabHost] = {}
+    for group, body in (data.get("all", {}).get("children") or {}).items():
+        for name, hostvars in ((body or {}).get("hosts") or {}).items():
+            address = (hostvars or {}).get("ansible_host")
+            if address is None:
+                continue  # listed again in a functional group, e.g. telemetry_tunnel_hosts
+            if ipaddress.ip_address(address) not in subnet:
+                raise LabError(f"{inventory}: host {name} has ansible_host {address}, outside the lab's {SUBNET}")
+            hosts.setdefault(name, LabHost(name, group, address))
+    if not hosts:
+        raise LabError(f"{inventory} lists no host with an ansible_host")
+    return list(hosts.values())
+
+
+def scale_inventory(gpu_nodes: int) -> Path:
+    """An inventory of m1 plus gpu1..gpuN, for scale tests; written under .lab/."""
+    if not 1 <= gpu_nodes <= 200:
+        raise LabError("--hosts must be between 1 and 200")
+    base = yaml.safe_load(LAB_INVENTORY.read_text())
+    net = ipaddress.ip_network(SUBNET)
+    gpu_hosts = {f"gpu{i}": {"ansible_host": str(net[20 + i])} for i in range(1, gpu_nodes + 1)}
+    base["all"]["children"]["gpu_nodes"]["hosts"] = gpu_hosts
+    target = lab_dir() / "inventories" / f"scale-{gpu_nodes}"
+    target.mkdir(parents=True, exist_ok=True)
+    # The lab's group_vars apply unchanged, except that the lab directory is
+    # given absolutely (the relative default assumes inventories/lab).
+    group_vars = target / "group_vars"
+    group_vars.mkdir(exist_ok=True)
+    for source in (LAB_INVENTORY.parent / "group_vars").glob("*.yml"):
+        dest = group_vars / source.name
+        dest.unlink(missing_ok=True)
+        if source.name == "all.yml":
+            common = yaml.safe_load(source.read_text())
+            dest.write_text(yaml.safe_dump({**common, "gpufleet_lab_dir": str(lab_dir())}, sort_keys=False))
+        else:
+            dest.symlink_to(source)
+    (target / "hosts.yml").write_text(yaml.safe_dump(base, sort_keys=False))
+    return target / "hosts.yml"
+
+
+def ensure_image(log: bool = True) -> str:
+    """Build the base image unless one from the same recipe exists; return its name."""
+    mirror = debian_mirror()
+    wanted = recipe_hash(mirror)
+    tag = f"{IMAGE}:latest"
+    found = podman("image", "inspect", "--format", f'{{{{index .Labels "{RECIPE_LABEL}"}}}}', tag, check=False)
+    if found.returncode == 0 and found.stdout.strip() == wanted:
+        return tag
+    if not shutil.which("debootstrap"):
+        raise LabError("debootstrap is not installed: apt-get install debootstrap")
+    if log:
+        print(f"lab: building {tag} (recipe {wanted}) with debootstrap, about a minute", flush=True)
+    with tempfile.TemporaryDirectory(prefix="gpufleet-rootfs-") as rootfs:
+        subprocess.run(
+            ["debootstrap", "--variant=minbase", "--include=" + ",".join(BASE_PACKAGES), "bookworm", rootfs, mirror],
+            check=True,
+            capture_output=True,
+        )
+        subprocess.run(["chroot", rootfs, "/bin/sh", "-c", IMAGE_SETUP.format(mirror=mirror)], check=True)
+        tar = subprocess.Popen(["tar", "-C", rootfs, "-c", "."], stdout=subprocess.PIPE)
+        imported = subprocess.run(
+            ["podman", "import", "--change", "CMD=/sbin/init", "--change", f"LABEL {RECIPE_LABEL}={wanted}", "-", tag],
+            stdin=tar.stdout,
+            env=podman_env(),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        tar.wait()
+        if imported.returncode != 0:
+            raise LabError(f"podman import failed: {imported.stderr.strip()}")
+    return tag
+
+
+def ensure_ssh_key() -> Path:
+    key = lab_dir() / "ssh" / "id_ed25519"
+    if not key.exists():
+        key.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "gpufleet-lab", "-f", str(key)], check=True)
+    return key
+
+
+def ensure_network() -> None:
+    if podman("network", "exists", NETWORK, check=False).returncode != 0:
+        podman("network", "create", "--subnet", SUBNET, NETWORK)
+
+
+def running_hosts() -> dict[str, str]:
+    """Container name -> state, for every lab container."""
+    out = podman("ps", "-a", "--filter", f"name=^{CONTAINER_PREFIX}", "--format", "{{.Names}} {{.State}}").stdout
+    return dict(line.split(None, 1) for line in out.splitlines() if line.strip())
+
+
+def start_host(host: LabHost, image: str, pubkey: Path) -> None:
+    podman(
+        "run", "-d", "--name", host.container, "--hostname", host.name,
+        "--network", NETWORK, "--ip", host.address,
+        "--systemd=always", "--cap-add", "NET_ADMIN,NET_RAW,SYS_ADMIN",
+        "--label", "io.gpufleet.lab=1",
+        "-v", f"{pubkey}:/root/.ssh/authorized_keys:ro",
+        image, "/sbin/init",
+    )  # fmt: skip
+
+
+def wait_for_sshd(host: LabHost, deadline: float) -> str:
+    """Wait until sshd runs in the host; return its ed25519 host key line."""
+    while time.monotonic() < deadline:
+        probe = podman("exec", host.container, "cat", "/etc/ssh/ssh_host_ed25519_key.pub", check=False)
+        ready = podman("exec", host.container, "systemctl", "is-active", "ssh", check=False)
+        if probe.returncode == 0 and ready.stdout.strip() == "active":
+            return probe.stdout.strip()
+        time.sleep(0.3)
+    raise LabError(f"{host.name}: sshd not active after waiting; see `podman logs {host.container}`")
+
+
+def up(inventory: Path = LAB_INVENTORY, timeout: float = 120) -> list[LabHost]:
+    hosts = load_hosts(inventory)
+    image = ensure_image()
+    key = ensure_ssh_key()
+    ensure_network()
+    existing = running_hosts()
+    for host in hosts:
+        state = existing.get(host.container)
+        if state is None:
+            start_host(host, image, key.with_suffix(".pub"))
+        elif state != "running":
+            podman("start", host.container)
+    deadline = time.monotonic() + timeout
+    known = [f"{h.address} {' '.join(wait_for_sshd(h, deadline).split()[:2])}" for h in hosts]
+    write_private(lab_dir() / "ssh" / "known_hosts", "\n".join(known) + "\n")
+    return hosts
+
+
+def down() -> list[str]:
+    """Remove every lab container and the lab network; keep the cached image."""
+    names = list(running_hosts())
+    if names:
+        podman("rm", "-f", "-t", "2", *names)
+    if podman("network", "exists", NETWORK, check=False).returncode == 0:
+        podman("network", "rm", "-f", NETWORK)
+    return names
+
+
+def write_private(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(0o600)
