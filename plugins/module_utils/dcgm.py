@@ -39,13 +39,18 @@ DEFAULT_COUNTERS: tuple[Counter, ...] = (
     Counter("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).", True),
     Counter("DCGM_FI_DEV_FB_RESERVED", "gauge", "Framebuffer memory reserved (in MiB).", False),
     Counter(
-        "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "counter", "Total number of NVLink bandwidth counters for all lanes.", False
+        "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL",
+        "counter",
+        "Total number of NVLink bandwidth counters for all lanes.",
+        False,
     ),
     Counter("DCGM_FI_DEV_VGPU_LICENSE_STATUS", "gauge", "vGPU License status", False),
     Counter(
         "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter", "Number of remapped rows for uncorrectable errors", False
     ),
-    Counter("DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter", "Number of remapped rows for correctable errors", False),
+    Counter(
+        "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter", "Number of remapped rows for correctable errors", False
+    ),
     Counter("DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "Whether remapping of rows has failed", False),
     Counter("DCGM_FI_DRIVER_VERSION", "label", "Driver Version", False),
     Counter("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge", "Ratio of time the graphics engine is active.", False, True),

@@ -89,7 +89,7 @@ def dcgm_profile(include_optional: bool = True, profiling: bool = False) -> list
     Required fields must be present with real values; optional ones (not every
     GPU model reports them) are checked only when present.
     """
-    labels = tuple((name,) for name in dcgm.IDENTITY_LABELS) + (dcgm.HOST_LABELS,)
+    labels = (*((name,) for name in dcgm.IDENTITY_LABELS), dcgm.HOST_LABELS)
     out = []
     for counter in dcgm.DEFAULT_COUNTERS:
         if counter.kind == "label" or (counter.profiling and not profiling):

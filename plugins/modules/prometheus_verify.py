@@ -111,7 +111,9 @@ targets:
   type: list
   elements: dict
 metrics:
-  description: One result per expected metric; status is ok, missing, unsupported, missing_labels, out_of_range or stale.
+  description: >-
+    One result per expected metric; status is ok, missing, unsupported, missing_labels,
+    out_of_range or stale.
   returned: always
   type: list
   elements: dict

@@ -11,6 +11,7 @@ import json
 import sys
 import time
 from pathlib import Path
+
 from gpufleet import lab, runner
 
 EXIT_OK, EXIT_USAGE, EXIT_FAILED, EXIT_UNREACHABLE, EXIT_LAB = 0, 2, 3, 4, 5

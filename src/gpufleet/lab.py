@@ -103,9 +103,7 @@ def podman_env() -> dict[str, str]:
 
 
 def podman(*args: str, check: bool = True, capture: bool = True) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(
-        ["podman", *args], env=podman_env(), text=True, capture_output=capture, check=False
-    )
+    proc = subprocess.run(["podman", *args], env=podman_env(), text=True, capture_output=capture, check=False)
     if check and proc.returncode != 0:
         raise LabError(f"podman {' '.join(args[:3])} failed: {proc.stderr.strip()}")
     return proc
@@ -115,9 +113,7 @@ def debian_mirror(apt_dir: Path = Path("/etc/apt")) -> str:
     """The Debian mirror this machine's apt uses (deb822 or one-line format)."""
     for sources in sorted((apt_dir / "sources.list.d").glob("*.sources")):
         for stanza in sources.read_text().split("\n\n"):
-            fields = dict(
-                line.split(":", 1) for line in stanza.splitlines() if re.match(r"^[A-Za-z-]+:", line)
-            )
+            fields = dict(line.split(":", 1) for line in stanza.splitlines() if re.match(r"^[A-Za-z-]+:", line))
             suites = fields.get("Suites", "").split()
             if "bookworm" in suites and "URIs" in fields:
                 return fields["URIs"].split()[0]
@@ -217,7 +213,9 @@ def ensure_ssh_key() -> Path:
     key = lab_dir() / "ssh" / "id_ed25519"
     if not key.exists():
         key.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "gpufleet-lab", "-f", str(key)], check=True)
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "gpufleet-lab", "-f", str(key)], check=True
+        )
     return key
 
 

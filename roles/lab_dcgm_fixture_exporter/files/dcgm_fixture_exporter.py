@@ -110,7 +110,7 @@ def main() -> None:
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        def log_message(self, format: str, *args: object) -> None:
             pass
 
     host, port = args.listen.rsplit(":", 1)

@@ -1,0 +1,56 @@
+# gpufleet: the two commands of the README, and the pieces they are made of.
+SHELL := /bin/bash
+VENV := .venv/bin
+export PATH := $(CURDIR)/.venv/bin:$(PATH)
+export CONTAINERS_CONF := $(CURDIR)/.lab/containers.conf
+PLAYBOOKS := site.yml $(wildcard playbooks/*.yml)
+
+.PHONY: setup demo test quick lint unit lab-tests molecule lab-up lab-down collection
+
+setup:
+	@scripts/setup.sh
+
+## demo: the main job on the built-in lab (lab up, converge, verify)
+demo: setup
+	gpufleet lab up
+	gpufleet up -i inventories/lab
+	gpufleet verify -i inventories/lab
+
+## test: every test (lint, unit, lab end-to-end, molecule, collection build)
+test: setup lint unit lab-tests molecule collection
+	@echo "all tests passed"
+
+## quick: lint and unit tests, for iterating
+quick: setup lint unit
+
+lint:
+	yamllint --strict .
+	ansible-lint --profile production --offline
+	for p in $(PLAYBOOKS); do ansible-playbook --syntax-check -i inventories/lab $$p >/dev/null || exit 1; done
+	ansible-playbook --syntax-check -i inventories/prod site.yml >/dev/null
+	ruff check .
+	ruff format --check .
+	mypy
+	detect-secrets-hook --baseline .secrets.baseline $$(git ls-files)
+
+unit:
+	pytest -q tests/unit
+
+lab-tests: lab-up
+	pytest -q tests/lab
+
+molecule: lab-up
+	tests/molecule.sh
+
+lab-up:
+	gpufleet lab up
+
+lab-down:
+	gpufleet lab down
+
+collection:
+	rm -rf .cache/collection && mkdir -p .cache/collection
+	ansible-galaxy collection build --force --output-path .cache/collection .
+	ansible-galaxy collection install --offline --force -p .cache/collection/installed .cache/collection/gpufleet-platform-*.tar.gz
+	ANSIBLE_COLLECTIONS_PATH=.cache/collection/installed ansible-doc gpufleet.platform.prometheus_verify >/dev/null
+	@echo "collection: built, installed, modules resolve by FQCN"

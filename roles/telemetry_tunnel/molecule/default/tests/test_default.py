@@ -1,0 +1,77 @@
+"""The tunnel carries the exporter and nothing else; its key can do nothing else."""
+
+import pytest
+import yaml
+
+testinfra_hosts = ["ansible://tunnel-main"]
+
+SSH = (
+    "runuser -u gpufleet-tunnel -- ssh -o BatchMode=yes -o ConnectTimeout=5"
+    " -o UserKnownHostsFile=/var/lib/gpufleet-tunnel/.ssh/known_hosts -o StrictHostKeyChecking=yes"
+    " -i /var/lib/gpufleet-tunnel/.ssh/id_ed25519 gpufleet-tunnel@tunnel-gpu"
+)
+
+
+def fetch(host, url):
+    return host.run(
+        f"python3 -c \"import urllib.request; print(urllib.request.urlopen('{url}', timeout=5).read().decode())\""
+    )
+
+
+@pytest.fixture
+def bind(host):
+    return host.check_output("hostname -I").split()[0]
+
+
+def test_exporter_reachable_through_the_tunnel(host, bind):
+    assert host.service("gpufleet-tunnel@tunnel-gpu").is_running
+    body = fetch(host, f"http://{bind}:19401/metrics")
+    assert body.rc == 0, body.stderr
+    assert 'Hostname="tunnel-gpu"' in body.stdout and "DCGM_FI_DEV_GPU_UTIL" in body.stdout
+
+
+def test_listens_on_the_internal_address_only(host, bind):
+    assert host.socket(f"tcp://{bind}:19401").is_listening
+    assert not host.socket("tcp://0.0.0.0:19401").is_listening
+
+
+def test_private_key_stays_private(host):
+    key = host.file("/var/lib/gpufleet-tunnel/.ssh/id_ed25519")
+    assert key.user == "gpufleet-tunnel" and key.mode == 0o600
+    assert host.user("gpufleet-tunnel").shell == "/usr/sbin/nologin"
+
+
+def test_key_is_restricted_on_the_gpu_node(host):
+    gpu = host.get_host("ansible://tunnel-gpu", ansible_inventory=host.backend.ansible_inventory)
+    keys = gpu.file("/var/lib/gpufleet-tunnel/.ssh/authorized_keys").content_string.strip().splitlines()
+    assert len(keys) == 1
+    assert keys[0].startswith('restrict,port-forwarding,permitopen="127.0.0.1:9400" ssh-ed25519 ')
+
+
+def test_key_gets_no_shell(host):
+    result = host.run(SSH + " id")
+    assert result.rc != 0 or "uid=" not in result.stdout
+
+
+def test_key_cannot_open_another_forward(host):
+    # A forward to the node's sshd port must be refused by permitopen.
+    result = host.run(
+        SSH + " -N -o ExitOnForwardFailure=yes -L 127.0.0.1:29022:127.0.0.1:22 -f sleep 0; "
+        "sleep 1; python3 -c \"import socket; s=socket.create_connection(('127.0.0.1', 29022), 3); "
+        'print(s.recv(20))"'
+    )
+    assert b"SSH-".decode() not in result.stdout
+
+
+def test_host_key_pinned_not_trusted_on_first_use(host):
+    known = host.file("/var/lib/gpufleet-tunnel/.ssh/known_hosts").content_string
+    assert "tunnel-gpu ssh-ed25519 " in known
+    unit = host.file("/etc/systemd/system/gpufleet-tunnel@.service").content_string
+    assert "StrictHostKeyChecking=yes" in unit and "ExitOnForwardFailure=yes" in unit
+
+
+def test_prometheus_targets_name_the_gpu_node(host, bind):
+    targets = yaml.safe_load(host.file("/etc/gpufleet/dcgm-targets.yml").content_string)
+    assert targets == [
+        {"labels": {"gpufleet_transport": "ssh", "instance": "tunnel-gpu"}, "targets": [f"{bind}:19401"]}
+    ]

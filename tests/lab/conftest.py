@@ -1,0 +1,52 @@
+"""Fixtures for tests on the running lab (`gpufleet lab up`, done by `make lab-tests`)."""
+
+import subprocess
+import time
+import urllib.request
+
+import pytest
+
+from gpufleet import lab, runner
+
+PROMETHEUS = "http://10.213.7.11:9090"
+TUNNEL_URL = "http://10.213.7.11:19401/metrics"
+
+
+def in_host(name: str, command: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    proc = lab.podman("exec", lab.CONTAINER_PREFIX + name, "sh", "-c", command, check=False)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{name}: {command}: {proc.stderr}")
+    return proc
+
+
+def wait_for_tunnel(timeout: float = 30) -> float:
+    """Seconds until the GPU exporter answers through the tunnel on m1."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        try:
+            with urllib.request.urlopen(TUNNEL_URL, timeout=2) as response:
+                if b"DCGM_FI_DEV_GPU_UTIL" in response.read():
+                    return time.monotonic() - started
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise AssertionError(f"tunnel {TUNNEL_URL} not serving after {timeout}s")
+
+
+@pytest.fixture(scope="session")
+def converged() -> runner.Summary:
+    if not lab.running_hosts():
+        pytest.fail("the lab is down: run `gpufleet lab up` (make lab-tests does)")
+    summary = runner.run_playbook("site.yml", lab.LAB_INVENTORY.parent, quiet=True)
+    assert summary.ok, summary.failures
+    return summary
+
+
+@pytest.fixture
+def tunnel_ssh(converged) -> str:
+    """An ssh command line on m1, as the tunnel user with the tunnel key, to gpu1."""
+    return (
+        "runuser -u gpufleet-tunnel -- ssh -o BatchMode=yes -o ConnectTimeout=5 -o StrictHostKeyChecking=yes"
+        " -o UserKnownHostsFile=/var/lib/gpufleet-tunnel/.ssh/known_hosts"
+        " -i /var/lib/gpufleet-tunnel/.ssh/id_ed25519 gpufleet-tunnel@10.213.7.21"
+    )

@@ -1,0 +1,15 @@
+"""site.yml on the lab: converges, then changes nothing, in real and check mode."""
+
+from gpufleet import lab, runner
+
+
+def test_second_converge_changes_nothing(converged):
+    again = runner.run_playbook("site.yml", lab.LAB_INVENTORY.parent, quiet=True)
+    assert again.ok
+    assert {host: counts.get("changed", 0) for host, counts in again.hosts.items()} == {"m1": 0, "gpu1": 0}
+
+
+def test_check_mode_after_converge_reports_no_change(converged):
+    check = runner.run_playbook("site.yml", lab.LAB_INVENTORY.parent, check=True, quiet=True)
+    assert check.ok
+    assert sum(counts.get("changed", 0) for counts in check.hosts.values()) == 0

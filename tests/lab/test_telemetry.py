@@ -1,0 +1,74 @@
+"""GPU metrics travel gpu1 -> SSH tunnel -> m1 -> Prometheus, and the path heals."""
+
+import time
+
+from ansible_collections.gpufleet.platform.plugins.module_utils import prometheus_verify as pv
+from conftest import PROMETHEUS, in_host, wait_for_tunnel
+
+
+def test_dcgm_metrics_arrive_with_node_labels(converged):
+    report = pv.verify(PROMETHEUS, "gpufleet-dcgm", pv.dcgm_profile(), ["gpu1"], timeout_s=60)
+    assert report.ok, report.failures
+    assert [t.instance for t in report.targets] == ["gpu1"] and report.targets[0].health == "up"
+    status = {m.metric: m.status for m in report.metrics}
+    assert status["DCGM_FI_DEV_GPU_UTIL"] == "ok"
+    assert status["DCGM_FI_DEV_VGPU_LICENSE_STATUS"] == "unsupported"  # the fixture's blank sentinel
+
+
+def test_verifier_names_the_cause_when_the_target_is_down(converged):
+    in_host("m1", "systemctl stop gpufleet-tunnel@gpu1")
+    try:
+        report = pv.verify(PROMETHEUS, "gpufleet-dcgm", pv.dcgm_profile(), ["gpu1"], max_age_s=1, timeout_s=20)
+        assert not report.ok
+        assert any("target gpu1" in f and "down" in f for f in report.failures), report.failures
+    finally:
+        in_host("m1", "systemctl start gpufleet-tunnel@gpu1")
+        wait_for_tunnel()
+
+
+def test_tunnel_recovers_after_ssh_is_killed(converged):
+    wait_for_tunnel()
+    killed = time.monotonic()
+    in_host("m1", "pkill -KILL -u gpufleet-tunnel -x ssh")
+    wait_for_tunnel(timeout=15)
+    print(f"tunnel recovery after kill: {time.monotonic() - killed:.2f}s")
+
+
+def test_tunnel_recovers_after_gpu_node_sshd_restart(converged):
+    in_host("gpu1", "systemctl restart ssh")
+    in_host("m1", "pkill -KILL -u gpufleet-tunnel -x ssh")  # existing sessions survive an sshd restart
+    wait_for_tunnel(timeout=15)
+
+
+def test_tunnel_key_gets_no_shell(tunnel_ssh):
+    result = in_host("m1", tunnel_ssh + " id", check=False)
+    assert "uid=" not in result.stdout
+
+
+def test_tunnel_key_gets_no_pty_and_no_agent(tunnel_ssh):
+    result = in_host("m1", tunnel_ssh + " -tt -A true", check=False)
+    assert result.returncode != 0 or "PTY allocation request failed" in result.stderr
+
+
+def test_tunnel_key_cannot_forward_elsewhere(tunnel_ssh):
+    # Forward a local port to gpu1's sshd: the listener opens on m1, but gpu1
+    # refuses the channel (permitopen), so no SSH banner ever comes back.
+    probe = (
+        f"({tunnel_ssh} -N -L 127.0.0.1:29022:127.0.0.1:22 2>/tmp/fwd.err & pid=$!; sleep 2;"
+        " python3 -c \"import socket; s=socket.create_connection(('127.0.0.1', 29022), 3); s.settimeout(3);"
+        " print(repr(s.recv(64)))\"; kill $pid; cat /tmp/fwd.err)"
+    )
+    result = in_host("m1", probe, check=False)
+    assert "SSH-2.0" not in result.stdout
+    assert "administratively prohibited" in result.stdout + result.stderr
+
+
+def test_other_key_is_refused(converged):
+    in_host("m1", "rm -f /tmp/other && ssh-keygen -q -t ed25519 -N '' -f /tmp/other")
+    result = in_host(
+        "m1",
+        "ssh -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -i /tmp/other"
+        " -N -L 127.0.0.1:29023:127.0.0.1:9400 -o ExitOnForwardFailure=yes gpufleet-tunnel@10.213.7.21",
+        check=False,
+    )
+    assert result.returncode != 0 and "Permission denied" in result.stderr

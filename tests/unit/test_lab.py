@@ -1,0 +1,53 @@
+"""Lab helpers that need no containers: mirror discovery, inventory reading."""
+
+import pytest
+import yaml
+
+from gpufleet import lab
+
+
+def test_mirror_from_deb822_sources(tmp_path):
+    (tmp_path / "sources.list.d").mkdir()
+    (tmp_path / "sources.list.d" / "debian.sources").write_text(
+        "Types: deb\nURIs: http://mirror.example/debian-security\nSuites: bookworm-security\n\n"
+        "Types: deb\nURIs: http://mirror.example/debian\nSuites: bookworm bookworm-updates\nComponents: main\n"
+    )
+    assert lab.debian_mirror(tmp_path) == "http://mirror.example/debian"
+
+
+def test_mirror_from_one_line_sources(tmp_path):
+    (tmp_path / "sources.list.d").mkdir()
+    (tmp_path / "sources.list").write_text("# c\ndeb [arch=amd64] http://mirror.example/debian bookworm main\n")
+    assert lab.debian_mirror(tmp_path) == "http://mirror.example/debian"
+
+
+def test_no_mirror_is_a_clear_error(tmp_path):
+    (tmp_path / "sources.list.d").mkdir()
+    with pytest.raises(lab.LabError, match="no Debian bookworm mirror"):
+        lab.debian_mirror(tmp_path)
+
+
+def test_recipe_hash_changes_with_the_recipe():
+    assert lab.recipe_hash("http://a/debian") != lab.recipe_hash("http://b/debian")
+
+
+def test_lab_inventory_hosts():
+    hosts = {h.name: h for h in lab.load_hosts()}
+    assert hosts["m1"].group == "main_cluster" and hosts["gpu1"].group == "gpu_nodes"
+
+
+def test_host_outside_the_lab_subnet_is_refused(tmp_path):
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(yaml.safe_dump({"all": {"children": {"g": {"hosts": {"x": {"ansible_host": "192.0.2.1"}}}}}}))
+    with pytest.raises(lab.LabError, match="outside the lab"):
+        lab.load_hosts(inventory)
+
+
+def test_scale_inventory(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPUFLEET_LAB_DIR", str(tmp_path))
+    path = lab.scale_inventory(32)
+    hosts = lab.load_hosts(path)
+    assert len([h for h in hosts if h.group == "gpu_nodes"]) == 32
+    assert len({h.address for h in hosts}) == 33
+    group_vars = yaml.safe_load((path.parent / "group_vars" / "all.yml").read_text())
+    assert group_vars["gpufleet_lab_dir"] == str(tmp_path)
