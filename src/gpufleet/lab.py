@@ -29,6 +29,7 @@ SUBNET = "10.213.7.0/24"
 IMAGE = "localhost/gpufleet-lab-base"
 CONTAINER_PREFIX = "gpufleet-lab-"
 RECIPE_LABEL = "io.gpufleet.recipe"
+KEY_LABEL = "io.gpufleet.ssh-key"
 
 # Packages baked into the base image: what a freshly installed Debian server
 # with SSH has, plus python3-apt so Ansible's apt module needs no bootstrap.
@@ -230,15 +231,24 @@ def running_hosts() -> dict[str, str]:
     return dict(line.split(None, 1) for line in out.splitlines() if line.strip())
 
 
+def key_id(pubkey: Path) -> str:
+    return hashlib.sha256(pubkey.read_bytes()).hexdigest()[:16]
+
+
 def start_host(host: LabHost, image: str, pubkey: Path) -> None:
     podman(
         "run", "-d", "--name", host.container, "--hostname", host.name,
         "--network", NETWORK, "--ip", host.address,
         "--systemd=always", "--cap-add", "NET_ADMIN,NET_RAW,SYS_ADMIN",
-        "--label", "io.gpufleet.lab=1",
+        "--label", "io.gpufleet.lab=1", "--label", f"{KEY_LABEL}={key_id(pubkey)}",
         "-v", f"{pubkey}:/root/.ssh/authorized_keys:ro",
         image, "/sbin/init",
     )  # fmt: skip
+
+
+def container_key(host: LabHost) -> str:
+    fmt = f'{{{{index .Config.Labels "{KEY_LABEL}"}}}}'
+    return podman("container", "inspect", "--format", fmt, host.container, check=False).stdout.strip()
 
 
 def wait_for_sshd(host: LabHost, deadline: float) -> str:
@@ -257,11 +267,16 @@ def up(inventory: Path = LAB_INVENTORY, timeout: float = 120) -> list[LabHost]:
     image = ensure_image()
     key = ensure_ssh_key()
     ensure_network()
+    pubkey = key.with_suffix(".pub")
     existing = running_hosts()
     for host in hosts:
         state = existing.get(host.container)
+        if state is not None and container_key(host) != key_id(pubkey):
+            # Started by another checkout, with another key: this one could not log in.
+            podman("rm", "-f", "-t", "2", host.container)
+            state = None
         if state is None:
-            start_host(host, image, key.with_suffix(".pub"))
+            start_host(host, image, pubkey)
         elif state != "running":
             podman("start", host.container)
     deadline = time.monotonic() + timeout

@@ -56,7 +56,7 @@ def test_tunnel_key_cannot_forward_elsewhere(tunnel_ssh):
     probe = (
         f"({tunnel_ssh} -N -L 127.0.0.1:29022:127.0.0.1:22 2>/tmp/fwd.err & pid=$!; sleep 2;"
         " python3 -c \"import socket; s=socket.create_connection(('127.0.0.1', 29022), 3); s.settimeout(3);"
-        " print(repr(s.recv(64)))\"; kill $pid; cat /tmp/fwd.err)"
+        ' print(repr(s.recv(64)))"; kill $pid; cat /tmp/fwd.err)'
     )
     result = in_host("m1", probe, check=False)
     assert "SSH-2.0" not in result.stdout
