@@ -3,6 +3,8 @@ SHELL := /bin/bash
 VENV := .venv/bin
 export PATH := $(CURDIR)/.venv/bin:$(PATH)
 export CONTAINERS_CONF := $(CURDIR)/.lab/containers.conf
+# Resolve gpufleet.platform from this checkout, never from a copy a tool installed in ~/.ansible.
+export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/collections
 PLAYBOOKS := site.yml $(wildcard playbooks/*.yml)
 
 .PHONY: setup demo test quick lint unit lab-tests molecule lab-up lab-down collection
