@@ -125,8 +125,10 @@ def fetch_targets(base_url: str, job: str) -> list[TargetResult]:
     ]
 
 
-def _query(base_url: str, promql: str) -> list[dict[str, Any]]:
-    result: list[dict[str, Any]] = _get(base_url, "/api/v1/query", {"query": promql})["result"]
+def query(base_url: str, promql: str, at: float | None = None) -> list[dict[str, Any]]:
+    """An instant query's result vector (at a given Unix time, or now)."""
+    params = {"query": promql} | ({"time": f"{at:.3f}"} if at is not None else {})
+    result: list[dict[str, Any]] = _get(base_url, "/api/v1/query", params)["result"]
     return result
 
 
@@ -201,10 +203,10 @@ def _judge_once(
         selector = _selector(exp.metric, job, instances)
         # An instant query reports the evaluation time; timestamp() gives each
         # series' newest sample time, which is what freshness is about.
-        stamps = {_series_key(s["metric"]): s["value"][1] for s in _query(base_url, f"timestamp({selector})")}
+        stamps = {_series_key(s["metric"]): s["value"][1] for s in query(base_url, f"timestamp({selector})")}
         series = [
             {"metric": s["metric"], "value": [stamps.get(_series_key(s["metric"]), s["value"][0]), s["value"][1]]}
-            for s in _query(base_url, selector)
+            for s in query(base_url, selector)
         ]
         result = check_metric(exp, series, time.time(), max_age_s, instances)
         results.append(result)

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import socket
+import subprocess
 import sys
 import time
 from pathlib import Path
 
-from gpufleet import lab, runner
+from gpufleet import lab, report, runner
+from gpufleet.lib import llm_bench
 
 EXIT_OK, EXIT_USAGE, EXIT_FAILED, EXIT_UNREACHABLE, EXIT_LAB = 0, 2, 3, 4, 5
 
@@ -67,6 +70,69 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return _run_playbook(args, "playbooks/verify.yml")
 
 
+def _calibration_server(port: int) -> subprocess.Popen[bytes]:
+    server = subprocess.Popen(
+        [sys.executable, "-m", "gpufleet.calibration_server", "--port", str(port), "--ttft", "0.1", "--itl", "0.02"],
+        stdout=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return server
+        except OSError:
+            time.sleep(0.05)
+    server.kill()
+    raise SystemExit(f"gpufleet bench: calibration server did not start on port {port}")
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    levels = [int(x) for x in args.levels.split(",")]
+    server = None
+    url, model = args.url, args.model
+    if args.calibration:
+        server = _calibration_server(args.calibration_port)
+        url, model = f"http://127.0.0.1:{args.calibration_port}", "calibration"
+        print("gpufleet bench: target is the CALIBRATION SERVER, a scripted stand-in for vLLM (TTFT 100 ms,"
+              " ITL 20 ms): the figures measure the client and the method, not a GPU", file=sys.stderr)  # fmt: skip
+    elif not url or not model:
+        print("gpufleet bench: give --url and --model, or --calibration", file=sys.stderr)
+        return EXIT_USAGE
+    cfg = llm_bench.BenchConfig(
+        base_url=url, model=model, api=args.api, levels=levels, warmup_s=args.warmup, duration_s=args.duration,
+        max_tokens=args.max_tokens, p99_slo_s=args.p99_slo, workers=args.workers,
+    )  # fmt: skip
+    gpu = llm_bench.gpu_sampler(args.prometheus_url, args.gpu_selector) if args.prometheus_url else None
+    try:
+        result = llm_bench.run_benchmark(cfg, gpu).as_dict()
+    finally:
+        if server:
+            server.terminate()
+    out_dir = Path(args.out or runner.RUNS_DIR / "bench" / time.strftime("%Y%m%dT%H%M%S"))
+    title = f"gpufleet bench: {model} at {url}" + (" (calibration stand-in)" if args.calibration else "")
+    json_path, html_path = report.write_reports(result, out_dir, title)
+    if args.json:
+        json.dump(result, sys.stdout, indent=2)
+        print()
+    print(report.ladder_table(result), file=sys.stderr)
+    print(f"report: {html_path} (data: {json_path})", file=sys.stderr)
+    errors = sum(sum(level["errors"].values()) for level in result["levels"])
+    return EXIT_FAILED if errors and args.fail_on_errors else EXIT_OK
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    run_dir = Path(args.run_dir)
+    data = run_dir / "benchmark.json"
+    if not data.exists():
+        print(f"gpufleet report: {data} does not exist", file=sys.stderr)
+        return EXIT_USAGE
+    result = json.loads(data.read_text())
+    _, html_path = report.write_reports(result, run_dir, f"gpufleet bench report ({run_dir.name})")
+    print(report.ladder_table(result), file=sys.stderr)
+    print(f"report: {html_path}", file=sys.stderr)
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gpufleet", description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="one JSON document on stdout, the display on stderr")
@@ -88,6 +154,27 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "up":
             p.add_argument("--check", action="store_true", help="dry run: report what would change")
         p.set_defaults(func=func)
+    p_bench = sub.add_parser("bench", help="benchmark an OpenAI-compatible endpoint over a concurrency ladder")
+    p_bench.add_argument("--url")
+    p_bench.add_argument("--model")
+    p_bench.add_argument("--calibration", action="store_true", help="against a local calibration server (stand-in)")
+    p_bench.add_argument("--calibration-port", type=int, default=8100)
+    p_bench.add_argument("--api", choices=["completions", "chat"], default="chat")
+    p_bench.add_argument("--levels", default="1,5,30", help="comma-separated concurrency levels")
+    p_bench.add_argument("--warmup", type=float, default=3)
+    p_bench.add_argument("--duration", type=float, default=15)
+    p_bench.add_argument("--max-tokens", type=int, default=64)
+    p_bench.add_argument("--p99-slo", type=float, help="E2E P99 limit (s) for the recommended level")
+    p_bench.add_argument("--workers", type=int, default=1)
+    p_bench.add_argument("--prometheus-url")
+    p_bench.add_argument("--gpu-selector", default="")
+    p_bench.add_argument("--out", help="report directory (default runs/bench/<time>)")
+    p_bench.add_argument("--fail-on-errors", action="store_true")
+    p_bench.set_defaults(func=cmd_bench)
+
+    p_report = sub.add_parser("report", help="re-render the report of an earlier bench run")
+    p_report.add_argument("run_dir")
+    p_report.set_defaults(func=cmd_report)
     return parser
 
 

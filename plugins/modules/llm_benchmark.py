@@ -1,0 +1,231 @@
+#!/usr/bin/python
+# SPDX-License-Identifier: Apache-2.0
+"""Ansible module: benchmark an OpenAI-compatible LLM server (or a KServe v2 endpoint)."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: llm_benchmark
+short_description: Measure an LLM serving endpoint over a concurrency ladder
+description:
+  - Drives an OpenAI-compatible server (vLLM) through C(/v1/completions) or C(/v1/chat/completions), streaming
+    or not, or a KServe v2 endpoint (Triton) through C(/v2/models/<model>/infer).
+  - Per level it reports TTFT, TPOT, ITL, end-to-end latency and client queue time (P50/P90/P95/P99 and mean),
+    requests/s, output tokens/s, errors by kind and goodput against optional SLOs, measured over a steady window
+    after a warm-up. Token counts come from the server's usage report.
+  - Marks a level C(client_bound) when the client itself could not keep up (event-loop lag, CPU, receive lag),
+    instead of reporting the client's limits as the server's.
+  - Finds the knee of the throughput curve and the recommended operating point for a P99 SLO.
+  - With O(prometheus_url), adds per-level GPU utilisation, framebuffer used and energy (tokens per joule).
+  - Sends load, so in check mode it does nothing and reports that it would have run.
+version_added: 0.1.0
+author: gpufleet maintainers
+attributes:
+  check_mode:
+    support: full
+    details: Nothing is sent in check mode.
+  diff_mode:
+    support: none
+options:
+  url:
+    description: Base URL of the server, for example C(http://vllm.inference:8000).
+    type: str
+    required: true
+  model:
+    description: Served model name.
+    type: str
+    required: true
+  api:
+    description: Which API to drive.
+    type: str
+    choices: [completions, chat, kserve_v2]
+    default: chat
+  stream:
+    description: Stream responses (SSE). TTFT and ITL need streaming.
+    type: bool
+    default: true
+  levels:
+    description: Concurrency per level (closed loop) or request rate per level in req/s (open loop).
+    type: list
+    elements: float
+    default: [1, 5, 30]
+  mode:
+    description: C(closed) keeps N users busy back to back; C(open) sends Poisson arrivals at a rate.
+    type: str
+    choices: [closed, open]
+    default: closed
+  auto_ladder_max:
+    description: When above 0, ignore O(levels) and double concurrency from 1 up to this, stopping after the knee.
+    type: int
+    default: 0
+  warmup:
+    description: Seconds per level excluded before the steady window.
+    type: float
+    default: 5
+  duration:
+    description: Seconds of the steady window per level.
+    type: float
+    default: 30
+  max_tokens:
+    description: Output tokens per request; with O(ignore_eos) every request generates exactly this many.
+    type: int
+    default: 128
+  ignore_eos:
+    description: Ask the server for a fixed output length (vLLM's C(ignore_eos) and C(min_tokens)).
+    type: bool
+    default: true
+  prompt:
+    description: Fixed prompt text.
+    type: str
+    default: Write a short story about a GPU that learns to dream.
+  prompt_words:
+    description: Random prompt lengths in words, C([min, max]), seeded by O(seed).
+    type: list
+    elements: int
+  seed:
+    description: Seed for random prompt lengths and open-loop arrivals.
+    type: int
+    default: 0
+  slo_ttft:
+    description: Goodput SLO on TTFT, seconds.
+    type: float
+  slo_tpot:
+    description: Goodput SLO on TPOT, seconds.
+    type: float
+  slo_e2e:
+    description: Goodput SLO on end-to-end latency, seconds.
+    type: float
+  p99_slo:
+    description: E2E P99 limit for the recommended operating point, seconds.
+    type: float
+  workers:
+    description: Client processes to spread streams over (for high concurrency).
+    type: int
+    default: 1
+  kserve_inputs:
+    description: The C(inputs) list of a KServe v2 inference request (api=kserve_v2).
+    type: list
+    elements: dict
+  prometheus_url:
+    description: Prometheus with the GPU's DCGM metrics, for per-level GPU correlation.
+    type: str
+  gpu_selector:
+    description: Label matchers selecting the GPUs behind the endpoint, for example C(instance="gpu1").
+    type: str
+    default: ""
+  fail_on_errors:
+    description: Fail when any request of any level failed.
+    type: bool
+    default: false
+requirements:
+  - aiohttp (on the host that runs the module, usually the controller)
+"""
+
+EXAMPLES = r"""
+- name: The seed users' 1/5/30 ladder against vLLM, with GPU figures
+  gpufleet.platform.llm_benchmark:
+    url: http://10.0.0.5:30800
+    model: meta-llama/Llama-3.1-8B-Instruct
+    levels: [1, 5, 30]
+    max_tokens: 256
+    p99_slo: 10
+    prometheus_url: http://10.0.0.5:30090
+    gpu_selector: instance="gpu-h200-1"
+  delegate_to: localhost
+  register: bench
+"""
+
+RETURN = r"""
+levels:
+  description: One result per level (latency summaries in seconds, throughput, errors, client_bound, gpu).
+  returned: success
+  type: list
+  elements: dict
+knee_index:
+  description: Index in O(levels) of the knee, or null when throughput still scales.
+  returned: success
+  type: int
+operating_point_index:
+  description: Index of the highest-throughput level whose E2E P99 meets O(p99_slo).
+  returned: success
+  type: int
+"""
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+try:
+    import aiohttp  # noqa: F401
+
+    HAS_AIOHTTP = True
+except ImportError:
+    HAS_AIOHTTP = False
+
+from ansible_collections.gpufleet.platform.plugins.module_utils.llm_bench import (
+    BenchConfig,
+    gpu_sampler,
+    run_benchmark,
+)
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec={
+            "url": {"type": "str", "required": True},
+            "model": {"type": "str", "required": True},
+            "api": {"type": "str", "choices": ["completions", "chat", "kserve_v2"], "default": "chat"},
+            "stream": {"type": "bool", "default": True},
+            "levels": {"type": "list", "elements": "float", "default": [1, 5, 30]},
+            "mode": {"type": "str", "choices": ["closed", "open"], "default": "closed"},
+            "auto_ladder_max": {"type": "int", "default": 0},
+            "warmup": {"type": "float", "default": 5},
+            "duration": {"type": "float", "default": 30},
+            "max_tokens": {"type": "int", "default": 128},
+            "ignore_eos": {"type": "bool", "default": True},
+            "prompt": {"type": "str", "default": "Write a short story about a GPU that learns to dream."},
+            "prompt_words": {"type": "list", "elements": "int"},
+            "seed": {"type": "int", "default": 0},
+            "slo_ttft": {"type": "float"},
+            "slo_tpot": {"type": "float"},
+            "slo_e2e": {"type": "float"},
+            "p99_slo": {"type": "float"},
+            "workers": {"type": "int", "default": 1},
+            "kserve_inputs": {"type": "list", "elements": "dict"},
+            "prometheus_url": {"type": "str"},
+            "gpu_selector": {"type": "str", "default": ""},
+            "fail_on_errors": {"type": "bool", "default": False},
+        },
+        supports_check_mode=True,
+    )
+    p = module.params
+    if not HAS_AIOHTTP:
+        module.fail_json(msg=missing_required_lib("aiohttp"))
+    if p["mode"] == "closed" and any(level < 1 or level != int(level) for level in p["levels"]):
+        module.fail_json(msg=f"levels={p['levels']}: closed-loop levels are user counts, whole numbers >= 1")
+    if p["prompt_words"] is not None and (
+        len(p["prompt_words"]) != 2 or not 0 < p["prompt_words"][0] <= p["prompt_words"][1]
+    ):
+        module.fail_json(msg=f"prompt_words={p['prompt_words']}: give [min, max] with 0 < min <= max")
+    if p["api"] == "kserve_v2" and not p["kserve_inputs"]:
+        module.fail_json(msg="api=kserve_v2 needs kserve_inputs (the v2 request's inputs list)")
+    if module.check_mode:
+        module.exit_json(changed=False, skipped=True, msg="check mode: no load sent")
+    cfg = BenchConfig(
+        base_url=p["url"], model=p["model"], api=p["api"], stream=p["stream"] and p["api"] != "kserve_v2",
+        levels=[int(x) if p["mode"] == "closed" else x for x in p["levels"]], mode=p["mode"],
+        auto_ladder_max=p["auto_ladder_max"], warmup_s=p["warmup"], duration_s=p["duration"],
+        max_tokens=p["max_tokens"], ignore_eos=p["ignore_eos"], prompt=p["prompt"],
+        prompt_words=tuple(p["prompt_words"]) if p["prompt_words"] else None, seed=p["seed"],
+        slo_ttft_s=p["slo_ttft"], slo_tpot_s=p["slo_tpot"], slo_e2e_s=p["slo_e2e"], p99_slo_s=p["p99_slo"],
+        workers=p["workers"], kserve_inputs=p["kserve_inputs"],
+    )  # fmt: skip
+    gpu = gpu_sampler(p["prometheus_url"], p["gpu_selector"]) if p["prometheus_url"] else None
+    result = run_benchmark(cfg, gpu).as_dict()
+    failed = {k: v for level in result["levels"] for k, v in level["errors"].items()}
+    if p["fail_on_errors"] and failed:
+        module.fail_json(msg=f"requests failed: {failed}", **result)
+    module.exit_json(changed=False, **result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Build the lab's Kubernetes tools from Go modules, at pinned versions, into
+# .cache/k8s/<k8s version>/bin (kept between runs: a second run does nothing).
+#
+#   kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd  (k8s.io/kubernetes)
+#   kwok (simulated nodes), helm, controller-gen, and the Prometheus Operator CRDs
+#   generated from its Go API types with controller-gen.
+#
+# Only the Go toolchain and the Go module proxy are used. Nothing is committed.
+set -euo pipefail
+
+K8S_VERSION=${K8S_VERSION:-1.36.3}
+KWOK_VERSION=v0.7.0
+HELM_VERSION=v3.19.5
+CONTROLLER_TOOLS_VERSION=v0.23.0
+PROMETHEUS_OPERATOR_VERSION=v0.95.2
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+out=${GPUFLEET_K8S_DIR:-$repo/.cache/k8s/$K8S_VERSION}
+bin=$out/bin
+mkdir -p "$bin" "$out/crds"
+stamp=$out/.built-$KWOK_VERSION-$HELM_VERSION-$CONTROLLER_TOOLS_VERSION-$PROMETHEUS_OPERATOR_VERSION
+if [ -f "$stamp" ]; then
+  echo "k8s tools: $out is up to date"
+  exit 0
+fi
+export GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0
+major=${K8S_VERSION%%.*}
+minor=${K8S_VERSION#*.}; minor=${minor%%.*}
+step() { echo "k8s tools: $* ($(date +%T))"; }
+
+# k8s.io/kubernetes is built as a dependency of a scratch module. Its own go.mod
+# points every k8s.io staging module at ./staging; here each one becomes the
+# published k8s.io/NAME v0.MINOR.PATCH instead.
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+go mod init gpufleet.invalid/labk8s >/dev/null 2>&1
+gomod=$(go mod download -json "k8s.io/kubernetes@v$K8S_VERSION" | sed -n 's/.*"GoMod": "\(.*\)",/\1/p')
+staging_version=v0.${K8S_VERSION#*.}
+{
+  echo "require k8s.io/kubernetes v$K8S_VERSION"
+  echo "replace ("
+  sed -n 's#^\s*\(k8s.io/[a-z0-9-]*\) => ./staging/src/k8s.io/.*#\t\1 => \1 '"$staging_version"'#p' "$gomod"
+  echo ")"
+} >> go.mod
+
+version_flags() {  # the version the binaries report (helm checks charts' kubeVersion against it)
+  local pkg
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    printf -- '-X %s.gitVersion=v%s -X %s.gitMajor=%s -X %s.gitMinor=%s -X %s.gitTreeState=clean ' \
+      "$pkg" "$K8S_VERSION" "$pkg" "$major" "$pkg" "$minor" "$pkg"
+  done
+}
+ldflags="-s -w $(version_flags)"
+
+step "resolving k8s.io/kubernetes v$K8S_VERSION modules"
+go get "k8s.io/kubernetes/cmd/kube-apiserver@v$K8S_VERSION" >/dev/null 2>&1 || go mod tidy
+for cmd in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+  step "building $cmd"
+  go build -trimpath -ldflags "$ldflags" -o "$bin/$cmd" "k8s.io/kubernetes/cmd/$cmd"
+done
+step "building etcd (the version k8s.io/kubernetes $K8S_VERSION pins)"
+go get go.etcd.io/etcd/server/v3 >/dev/null 2>&1
+go build -trimpath -ldflags "-s -w" -o "$bin/etcd" go.etcd.io/etcd/server/v3
+
+# Tools whose modules carry no replace directives install directly.
+step "building kwok $KWOK_VERSION"
+GOBIN=$bin go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
+step "building helm $HELM_VERSION"
+GOBIN=$bin go install -trimpath -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" \
+  "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+step "building controller-gen $CONTROLLER_TOOLS_VERSION"
+GOBIN=$bin go install -trimpath "sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_TOOLS_VERSION"
+
+step "generating Prometheus Operator CRDs from its API types ($PROMETHEUS_OPERATOR_VERSION)"
+apis=$(go mod download -json "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring@$PROMETHEUS_OPERATOR_VERSION" \
+  | sed -n 's/.*"Dir": "\(.*\)",/\1/p')
+cp -r "$apis" "$work/monitoring" && chmod -R u+w "$work/monitoring"
+(cd "$work/monitoring" && "$bin/controller-gen" crd:crdVersions=v1,maxDescLen=0 paths=./v1/... output:crd:dir="$out/crds")
+
+touch "$stamp"
+step "done: $(ls "$bin" | tr '\n' ' ')"

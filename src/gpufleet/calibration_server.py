@@ -1,0 +1,205 @@
+"""CALIBRATION SERVER: an OpenAI-compatible stand-in for vLLM with a scripted schedule.
+
+Not a model. It answers /v1/completions and /v1/chat/completions (streaming or not)
+on a schedule the tests know in advance: time to first token, inter-token interval,
+token count, tokens per SSE event, an optional role-only first chunk, a final usage
+chunk, seeded jitter, and injected failures (HTTP 500, a stream cut mid-way). Each
+event carries the server's send time (``gpufleet_sent``, Unix seconds) so a client
+can tell server pacing from its own lag.
+
+It speaks just enough HTTP/1.1 (keep-alive, Content-Length bodies, chunked SSE
+responses) on a raw asyncio Protocol, under uvloop when present, so that it is not
+the bottleneck of the benchmark it calibrates.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Schedule:
+    ttft_s: float = 0.1
+    itl_s: float = 0.02
+    tokens: int = 64  # default output length when the request gives no max_tokens
+    tokens_per_event: int = 1
+    role_chunk: bool = True
+    jitter_s: float = 0.0  # each delay + uniform(-jitter, +jitter), seeded
+    fail_every: int = 0  # every n-th request gets HTTP 500
+    cut_every: int = 0  # every n-th request's stream stops half-way without [DONE]
+    seed: int = 1
+    model: str = "calibration"
+    counters: dict[str, int] = field(default_factory=lambda: {"requests": 0, "events": 0})
+
+
+def _chunk(payload: bytes) -> bytes:
+    return b"%x\r\n%s\r\n" % (len(payload), payload)
+
+
+class Handler(asyncio.Protocol):
+    def __init__(self, schedule: Schedule, rng: random.Random) -> None:
+        self.schedule = schedule
+        self.rng = rng
+        self.buffer = b""
+        self.transport: asyncio.Transport | None = None
+        self.busy = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        if not self.busy:
+            self._next_request()
+
+    def _next_request(self) -> None:
+        head_end = self.buffer.find(b"\r\n\r\n")
+        if head_end < 0:
+            return
+        head = self.buffer[:head_end].decode("latin-1")
+        lines = head.split("\r\n")
+        method, path, _ = lines[0].split(" ", 2)
+        headers = {k.strip().lower(): v.strip() for k, v in (line.split(":", 1) for line in lines[1:] if ":" in line)}
+        length = int(headers.get("content-length", "0"))
+        if len(self.buffer) < head_end + 4 + length:
+            return
+        body = self.buffer[head_end + 4 : head_end + 4 + length]
+        self.buffer = self.buffer[head_end + 4 + length :]
+        self.busy = True
+        asyncio.get_running_loop().create_task(self._serve(method, path.split("?")[0], body))
+
+    def _send(self, data: bytes) -> None:
+        if self.transport and not self.transport.is_closing():
+            self.transport.write(data)
+
+    def _respond(self, status: str, payload: dict[str, Any]) -> None:
+        body = json.dumps(payload).encode()
+        self._send(
+            b"HTTP/1.1 %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+            % (status.encode(), len(body), body)
+        )
+
+    def _delay(self, base: float) -> float:
+        jitter = self.schedule.jitter_s
+        return max(0.0, base + (self.rng.uniform(-jitter, jitter) if jitter else 0.0))
+
+    async def _serve(self, method: str, path: str, body: bytes) -> None:
+        try:
+            if method == "GET" and path == "/health":
+                self._respond("200 OK", {})
+            elif method == "GET" and path == "/v1/models":
+                self._respond("200 OK", {"object": "list", "data": [{"id": self.schedule.model, "object": "model"}]})
+            elif method == "POST" and path in ("/v1/completions", "/v1/chat/completions"):
+                await self._generate(path.endswith("chat/completions"), json.loads(body or b"{}"))
+            else:
+                self._respond("404 Not Found", {"error": {"message": f"no route {method} {path}"}})
+        finally:
+            self.busy = False
+            if self.buffer:
+                self._next_request()
+
+    async def _generate(self, chat: bool, request: dict[str, Any]) -> None:
+        s = self.schedule
+        s.counters["requests"] += 1
+        number = s.counters["requests"]
+        if s.fail_every and number % s.fail_every == 0:
+            self._respond("500 Internal Server Error", {"error": {"message": "injected failure (calibration server)"}})
+            return
+        tokens = int(request.get("max_tokens") or s.tokens)
+        started = time.time()
+        kind = "chat.completion" if chat else "text_completion"
+        if not request.get("stream"):
+            await asyncio.sleep(self._delay(s.ttft_s) + self._delay(s.itl_s) * (tokens - 1))
+            text = " tok" * tokens
+            answer: dict[str, Any] = {"index": 0, "finish_reason": "length"}
+            answer.update({"message": {"role": "assistant", "content": text}} if chat else {"text": text})
+            usage = {"prompt_tokens": 8, "completion_tokens": tokens, "total_tokens": tokens + 8}
+            self._respond("200 OK", {"id": f"cal-{number}", "object": kind, "model": s.model, "choices": [answer],
+                                     "usage": usage, "created": int(started)})  # fmt: skip
+            return
+        self._send(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n"
+        )
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        include_usage = bool((request.get("stream_options") or {}).get("include_usage"))
+        kind_chunk = "chat.completion.chunk" if chat else "text_completion"
+
+        def event(choices: list[dict[str, Any]], usage: dict[str, int] | None = None) -> None:
+            payload: dict[str, Any] = {"id": f"cal-{number}", "object": kind_chunk, "model": s.model,
+                                       "choices": choices, "gpufleet_sent": time.time()}  # fmt: skip
+            if usage is not None:
+                payload["usage"] = usage
+            self._send(_chunk(b"data: " + json.dumps(payload).encode() + b"\n\n"))
+            s.counters["events"] += 1
+
+        if chat and s.role_chunk:
+            event([{"index": 0, "delta": {"role": "assistant", "content": ""}}])
+        cut_at = tokens // 2 if s.cut_every and number % s.cut_every == 0 else None
+        sent = 0
+        due = t0 + self._delay(s.ttft_s)
+        while sent < tokens:
+            await asyncio.sleep(max(0.0, due - loop.time()))
+            batch = min(s.tokens_per_event, tokens - sent)
+            sent += batch
+            text = " tok" * batch
+            choice: dict[str, Any] = {"index": 0, "finish_reason": "length" if sent == tokens else None}
+            choice.update({"delta": {"content": text}} if chat else {"text": text})
+            event([choice])
+            if cut_at is not None and sent >= cut_at:
+                if self.transport:
+                    self.transport.close()  # mid-stream: no terminating chunk, no [DONE]
+                return
+            due += sum(self._delay(s.itl_s) for _ in range(batch))
+        if include_usage:
+            event([], {"prompt_tokens": 8, "completion_tokens": tokens, "total_tokens": tokens + 8})
+        self._send(_chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
+
+
+async def serve(schedule: Schedule, host: str = "127.0.0.1", port: int = 8100) -> asyncio.AbstractServer:
+    rng = random.Random(schedule.seed)
+    loop = asyncio.get_running_loop()
+    return await loop.create_server(lambda: Handler(schedule, rng), host, port, backlog=4096, reuse_address=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8100)
+    parser.add_argument("--ttft", type=float, default=0.1, help="seconds to the first token")
+    parser.add_argument("--itl", type=float, default=0.02, help="seconds between tokens")
+    parser.add_argument("--tokens", type=int, default=64)
+    parser.add_argument("--tokens-per-event", type=int, default=1)
+    parser.add_argument("--no-role-chunk", action="store_true")
+    parser.add_argument("--jitter", type=float, default=0.0)
+    parser.add_argument("--fail-every", type=int, default=0)
+    parser.add_argument("--cut-every", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args(argv)
+    schedule = Schedule(args.ttft, args.itl, args.tokens, args.tokens_per_event, not args.no_role_chunk,
+                        args.jitter, args.fail_every, args.cut_every, args.seed)  # fmt: skip
+    try:
+        import uvloop
+
+        uvloop.install()
+    except ImportError:  # pragma: no cover - uvloop is in the pinned set
+        pass
+
+    async def run() -> None:
+        server = await serve(schedule, args.host, args.port)
+        print(f"calibration server (a stand-in, not vLLM) on http://{args.host}:{args.port}", flush=True)
+        async with server:
+            await server.serve_forever()
+
+    asyncio.run(run())
+
+
+if __name__ == "__main__":
+    main()
