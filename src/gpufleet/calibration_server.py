@@ -120,8 +120,17 @@ class Handler(asyncio.Protocol):
             answer: dict[str, Any] = {"index": 0, "finish_reason": "length"}
             answer.update({"message": {"role": "assistant", "content": text}} if chat else {"text": text})
             usage = {"prompt_tokens": 8, "completion_tokens": tokens, "total_tokens": tokens + 8}
-            self._respond("200 OK", {"id": f"cal-{number}", "object": kind, "model": s.model, "choices": [answer],
-                                     "usage": usage, "created": int(started)})  # fmt: skip
+            self._respond(
+                "200 OK",
+                {
+                    "id": f"cal-{number}",
+                    "object": kind,
+                    "model": s.model,
+                    "choices": [answer],
+                    "usage": usage,
+                    "created": int(started),
+                },
+            )
             return
         self._send(
             b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
@@ -133,8 +142,13 @@ class Handler(asyncio.Protocol):
         kind_chunk = "chat.completion.chunk" if chat else "text_completion"
 
         def event(choices: list[dict[str, Any]], usage: dict[str, int] | None = None) -> None:
-            payload: dict[str, Any] = {"id": f"cal-{number}", "object": kind_chunk, "model": s.model,
-                                       "choices": choices, "gpufleet_sent": time.time()}  # fmt: skip
+            payload: dict[str, Any] = {
+                "id": f"cal-{number}",
+                "object": kind_chunk,
+                "model": s.model,
+                "choices": choices,
+                "gpufleet_sent": time.time(),
+            }
             if usage is not None:
                 payload["usage"] = usage
             self._send(_chunk(b"data: " + json.dumps(payload).encode() + b"\n\n"))
@@ -183,8 +197,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cut-every", type=int, default=0)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
-    schedule = Schedule(args.ttft, args.itl, args.tokens, args.tokens_per_event, not args.no_role_chunk,
-                        args.jitter, args.fail_every, args.cut_every, args.seed)  # fmt: skip
+    schedule = Schedule(
+        args.ttft,
+        args.itl,
+        args.tokens,
+        args.tokens_per_event,
+        not args.no_role_chunk,
+        args.jitter,
+        args.fail_every,
+        args.cut_every,
+        args.seed,
+    )
     try:
         import uvloop
 

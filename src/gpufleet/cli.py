@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from gpufleet import lab, report, runner
+from gpufleet import lab, labk8s, report, runner
 from gpufleet.lib import llm_bench
 
 EXIT_OK, EXIT_USAGE, EXIT_FAILED, EXIT_UNREACHABLE, EXIT_LAB = 0, 2, 3, 4, 5
@@ -27,15 +27,23 @@ def cmd_lab(args: argparse.Namespace) -> int:
         hosts = lab.up(inventory)
         print(f"lab up in {time.monotonic() - started:.1f}s: " + ", ".join(f"{h.name} ({h.address})" for h in hosts))
         print(f"inventory: {inventory.parent}")
+        if args.k8s:
+            subprocess.run([str(lab.REPO_ROOT / "scripts" / "build-lab-k8s.sh")], check=True)
+            started = time.monotonic()
+            kubeconfig = labk8s.up()
+            print(f"control plane v{labk8s.K8S_VERSION} up in {time.monotonic() - started:.1f}s: {kubeconfig}")
     elif args.action == "down":
+        stopped = labk8s.down()
         removed = lab.down()
-        print(f"lab down: removed {len(removed)} container(s) and network {lab.NETWORK}")
+        print(f"lab down: removed {len(removed)} container(s), network {lab.NETWORK}, {len(stopped)} k8s process(es)")
     else:
         states = lab.running_hosts()
         for name, state in sorted(states.items()):
             print(f"{name.removeprefix(lab.CONTAINER_PREFIX):10} {state}")
         if not states:
-            print("lab is down")
+            print("lab hosts are down")
+        for name, running in labk8s.status().items():
+            print(f"{name:24} {'running' if running else 'stopped'}")
     return EXIT_OK
 
 
@@ -141,6 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_lab = sub.add_parser("lab", help="the built-in lab of podman systemd hosts")
     p_lab.add_argument("action", choices=["up", "down", "status"])
     p_lab.add_argument("--hosts", type=int, help="GPU-node hosts for a scale lab (gpu1..gpuN plus m1)")
+    p_lab.add_argument("--k8s", action="store_true", help="also the Kubernetes control plane (builds it once)")
     p_lab.set_defaults(func=cmd_lab)
 
     for name, func, help_text in (

@@ -1,0 +1,92 @@
+"""The benchmark client against the calibration server's known schedule (ground truth).
+
+TTFT and TPOT within 2 ms of the schedule at P50 and 5 ms at P99; token and error
+counts exact; throughput within 3% of the closed-loop formula C*N/(TTFT+(N-1)*ITL).
+"""
+
+import asyncio
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+from ansible_collections.gpufleet.platform.plugins.module_utils import llm_bench as lb
+
+TTFT, ITL, TOKENS = 0.1, 0.02, 16
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def calibration_server(request):
+    def start(*extra: str) -> str:
+        port = free_port()
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "gpufleet.calibration_server",
+                "--port",
+                str(port),
+                "--ttft",
+                str(TTFT),
+                "--itl",
+                str(ITL),
+                *extra,
+            ],
+            stdout=subprocess.DEVNULL,
+        )
+        request.addfinalizer(proc.terminate)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), 0.2).close()
+                return f"http://127.0.0.1:{port}"
+            except OSError:
+                time.sleep(0.05)
+        raise AssertionError("calibration server did not start")
+
+    return start
+
+
+@pytest.mark.parametrize("concurrency", [1, 8, 64])
+def test_latencies_tokens_and_throughput_match_the_schedule(calibration_server, concurrency):
+    url = calibration_server()
+    cfg = lb.BenchConfig(base_url=url, model="calibration", api="chat", max_tokens=TOKENS, warmup_s=1, duration_s=4)
+    level = lb.run_level(cfg, concurrency)
+    assert level.errors == {} and level.completed > 0
+    assert level.output_tokens == level.completed * TOKENS  # exact, from the usage chunk
+    assert abs(level.ttft["p50"] - TTFT) <= 0.002 and abs(level.ttft["p99"] - TTFT) <= 0.005, level.ttft
+    assert abs(level.tpot["p50"] - ITL) <= 0.002 and abs(level.tpot["p99"] - ITL) <= 0.005, level.tpot
+    ideal = concurrency * TOKENS / (TTFT + (TOKENS - 1) * ITL)
+    assert level.output_tokens_per_s == pytest.approx(ideal, rel=0.03)
+    assert not level.client_bound, level.client_bound_reasons
+
+
+def test_error_counts_are_exact(calibration_server):
+    url = calibration_server("--fail-every", "5", "--cut-every", "7")
+    cfg = lb.BenchConfig(base_url=url, model="calibration", api="chat", max_tokens=TOKENS)
+    now = time.time()
+    part = asyncio.run(lb.run_level_async(cfg, 4, 4, now + 0.3, now + 3.3))
+    records = [lb.RequestRecord(**r) for r in part["records"]]
+    n = len(records)
+    errors = {}
+    for r in records:
+        errors[r.error] = errors.get(r.error, 0) + 1
+    # The server numbers requests 1..n: every 5th fails with 500; every 7th that is not a 5th is cut.
+    assert errors.get("http_500", 0) == n // 5
+    assert errors.get("broken_stream", 0) == sum(1 for i in range(1, n + 1) if i % 7 == 0 and i % 5)
+
+
+def test_multi_token_events_and_role_chunk(calibration_server):
+    url = calibration_server("--tokens-per-event", "4")
+    cfg = lb.BenchConfig(base_url=url, model="calibration", api="chat", max_tokens=TOKENS, warmup_s=0.5, duration_s=2)
+    level = lb.run_level(cfg, 2)
+    assert level.output_tokens == level.completed * TOKENS
+    assert abs(level.ttft["p50"] - TTFT) <= 0.002  # the role-only first chunk is not the first token
+    assert abs(level.itl["p50"] - ITL) <= 0.002  # 80 ms between events that carry 4 tokens each

@@ -1,0 +1,34 @@
+"""The lab control plane for tests (`gpufleet lab k8s up`; `make k8s-tests` does it)."""
+
+import time
+from collections.abc import Callable
+
+import pytest
+from kubernetes import client, config
+
+from gpufleet import labk8s
+
+
+@pytest.fixture(scope="session")
+def api() -> client.ApiClient:
+    return config.new_client_from_config(str(labk8s.up()))
+
+
+@pytest.fixture
+def namespace(api: client.ApiClient, request: pytest.FixtureRequest):
+    name = "t-" + request.node.name.lower().replace("_", "-")[:40].strip("-")
+    core = client.CoreV1Api(api)
+    core.create_namespace({"metadata": {"name": name}})
+    yield name
+    core.delete_namespace(name)
+
+
+def wait_for(check: Callable[[], object], what: str, timeout: float = 60) -> object:
+    """Poll until check() returns something truthy; fail naming what was awaited."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.3)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")

@@ -1,0 +1,128 @@
+"""The lab control plane is a real Kubernetes API: validation, RBAC, scheduling, CRDs."""
+
+import json
+
+import pytest
+from conftest import wait_for
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+
+def apply(api, path: str, body: dict, strict: bool = True):
+    """Server-side apply, with strict field validation as kubectl does by default."""
+    query = [("fieldManager", "gpufleet-test"), ("force", "true")]
+    if strict:
+        query.append(("fieldValidation", "Strict"))
+    return api.call_api(
+        path,
+        "PATCH",
+        query_params=query,
+        body=body,
+        header_params={"Content-Type": "application/apply-patch+yaml"},
+        auth_settings=["BearerToken"],
+        response_type="object",
+        _return_http_data_only=True,
+    )
+
+
+def test_server_side_apply_rejects_unknown_fields(api, namespace):
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}, "data": {"a": "1"}, "spek": {}}
+    with pytest.raises(ApiException) as failure:
+        apply(api, f"/api/v1/namespaces/{namespace}/configmaps/cm", body)
+    assert failure.value.status == 400 and 'unknown field "spek"' in failure.value.body
+
+
+def test_rbac_denies_an_unauthorised_service_account(api, namespace):
+    core = client.CoreV1Api(api)
+    core.create_namespaced_service_account(namespace, {"metadata": {"name": "nobody"}})
+    token = core.create_namespaced_service_account_token(
+        "nobody", namespace, {"spec": {"audiences": ["https://kubernetes.default.svc"], "expirationSeconds": 600}}
+    ).status.token
+    config = api.configuration.__class__()
+    config.host, config.ssl_ca_cert = api.configuration.host, api.configuration.ssl_ca_cert
+    config.api_key = {"authorization": "Bearer " + token}
+    as_nobody = client.CoreV1Api(client.ApiClient(config))
+    with pytest.raises(ApiException) as failure:
+        as_nobody.list_namespaced_secret(namespace)
+    assert failure.value.status == 403
+    assert f"system:serviceaccount:{namespace}:nobody" in failure.value.body
+
+
+def _deployment(name: str, gpus: int) -> dict:
+    resources = {"limits": {"nvidia.com/gpu": str(gpus)}} if gpus else {}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "c", "image": "registry.invalid/x:1", "resources": resources}]},
+            },
+        },
+    }
+
+
+def test_gpu_request_schedules_onto_the_gpu_node_only(api, namespace):
+    apps, core = client.AppsV1Api(api), client.CoreV1Api(api)
+    apps.create_namespaced_deployment(namespace, _deployment("one-gpu", 1))
+    apps.create_namespaced_deployment(namespace, _deployment("two-gpus", 2))
+
+    def ready_pod(app):
+        pods = core.list_namespaced_pod(namespace, label_selector=f"app={app}").items
+        return pods and pods[0].spec.node_name and pods[0].status.phase == "Running" and pods[0]
+
+    pod = wait_for(lambda: ready_pod("one-gpu"), "the GPU pod to run")
+    assert pod.spec.node_name == "gpu1"
+    wait_for(
+        lambda: apps.read_namespaced_deployment(namespace=namespace, name="one-gpu").status.available_replicas,
+        "the GPU deployment to become available",
+    )
+
+    def unschedulable():
+        pods = core.list_namespaced_pod(namespace, label_selector="app=two-gpus").items
+        conditions = (pods[0].status.conditions or []) if pods else []
+        return any(c.reason == "Unschedulable" and "nvidia.com/gpu" in (c.message or "") for c in conditions)
+
+    wait_for(unschedulable, "the 2-GPU pod to be reported unschedulable (gpu1 has one GPU)")
+
+
+def test_daemonset_rolls_out_on_every_node(api, namespace):
+    apps = client.AppsV1Api(api)
+    body = {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": "ds"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "ds"}},
+            "template": {
+                "metadata": {"labels": {"app": "ds"}},
+                "spec": {"containers": [{"name": "c", "image": "registry.invalid/x:1"}]},
+            },
+        },
+    }
+    apps.create_namespaced_daemon_set(namespace, body)
+
+    def rolled_out():
+        s = apps.read_namespaced_daemon_set(name="ds", namespace=namespace).status
+        return s.desired_number_scheduled == 2 and s.number_ready == 2
+
+    wait_for(rolled_out, "the DaemonSet to be ready on m1 and gpu1")
+
+
+def test_servicemonitor_schema_rejects_a_bad_field(api, namespace):
+    good = {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "ServiceMonitor",
+        "metadata": {"name": "sm", "labels": {"release": "monitoring"}},
+        "spec": {"selector": {"matchLabels": {"app": "dcgm"}}, "endpoints": [{"port": "metrics", "interval": "30s"}]},
+    }
+    path = f"/apis/monitoring.coreos.com/v1/namespaces/{namespace}/servicemonitors/sm"
+    assert apply(api, path, good)["spec"]["endpoints"][0]["port"] == "metrics"
+    bad = json.loads(json.dumps(good))
+    bad["spec"]["endpoints"][0]["interval"] = "every thirty seconds"
+    with pytest.raises(ApiException) as failure:
+        apply(api, path, bad)
+    assert failure.value.status == 422 and "interval" in failure.value.body
