@@ -1,5 +1,8 @@
 """CALIBRATION SERVER: an OpenAI-compatible stand-in for vLLM with a scripted schedule.
 
+It also answers the KServe v2 routes Triton serves (health, model ready, infer), with
+the first-token delay as the inference time.
+
 Not a model. It answers /v1/completions and /v1/chat/completions (streaming or not)
 on a schedule the tests know in advance: time to first token, inter-token interval,
 token count, tokens per SSE event, an optional role-only first chunk, a final usage
@@ -97,12 +100,31 @@ class Handler(asyncio.Protocol):
                 self._respond("200 OK", {"object": "list", "data": [{"id": self.schedule.model, "object": "model"}]})
             elif method == "POST" and path in ("/v1/completions", "/v1/chat/completions"):
                 await self._generate(path.endswith("chat/completions"), json.loads(body or b"{}"))
+            elif method == "GET" and path in ("/v2/health/ready", f"/v2/models/{self.schedule.model}/ready"):
+                self._respond("200 OK", {})
+            elif method == "POST" and path == f"/v2/models/{self.schedule.model}/infer":
+                await self._infer(json.loads(body or b"{}"))
             else:
                 self._respond("404 Not Found", {"error": {"message": f"no route {method} {path}"}})
         finally:
             self.busy = False
             if self.buffer:
                 self._next_request()
+
+    async def _infer(self, request: dict[str, Any]) -> None:
+        """KServe v2 (Triton's HTTP API): one output echoing the first input's shape, after TTFT."""
+        s = self.schedule
+        s.counters["requests"] += 1
+        if s.fail_every and s.counters["requests"] % s.fail_every == 0:
+            self._respond("500 Internal Server Error", {"error": "injected failure (calibration server)"})
+            return
+        await asyncio.sleep(self._delay(s.ttft_s))
+        first = (request.get("inputs") or [{"shape": [1], "datatype": "FP32"}])[0]
+        size = 1
+        for dim in first.get("shape", [1]):
+            size *= int(dim)
+        output = {"name": "output", "shape": first.get("shape", [1]), "datatype": "FP32", "data": [0.5] * size}
+        self._respond("200 OK", {"model_name": s.model, "model_version": "1", "outputs": [output]})
 
     async def _generate(self, chat: bool, request: dict[str, Any]) -> None:
         s = self.schedule
@@ -154,6 +176,10 @@ class Handler(asyncio.Protocol):
             self._send(_chunk(b"data: " + json.dumps(payload).encode() + b"\n\n"))
             s.counters["events"] += 1
 
+        head = b'data: {"id":"cal-%d","object":"%s","model":"%s","choices":[{"index":0,%s"' % (
+            number, kind_chunk.encode(), s.model.encode(), b'"delta":{"content":' if chat else b'"text":'
+        )
+        tail = b'"%s,"finish_reason":%%s}],"gpufleet_sent":%%.6f}\n\n' % (b"}" if chat else b"")
         if chat and s.role_chunk:
             event([{"index": 0, "delta": {"role": "assistant", "content": ""}}])
         cut_at = tokens // 2 if s.cut_every and number % s.cut_every == 0 else None
@@ -163,10 +189,10 @@ class Handler(asyncio.Protocol):
             await asyncio.sleep(max(0.0, due - loop.time()))
             batch = min(s.tokens_per_event, tokens - sent)
             sent += batch
-            text = " tok" * batch
-            choice: dict[str, Any] = {"index": 0, "finish_reason": "length" if sent == tokens else None}
-            choice.update({"delta": {"content": text}} if chat else {"text": text})
-            event([choice])
+            # Content events are formatted from a template, not json.dumps: they are the hot path.
+            finish = b'"length"' if sent == tokens else b"null"
+            self._send(_chunk(head + (b" tok" * batch) + tail % (finish, time.time())))
+            s.counters["events"] += 1
             if cut_at is not None and sent >= cut_at:
                 if self.transport:
                     self.transport.close()  # mid-stream: no terminating chunk, no [DONE]

@@ -9,9 +9,15 @@ from ansible_collections.gpufleet.platform.plugins.module_utils import llm_bench
 def rec(start, ttft, itl, tokens, per_event=1, error=None, scheduled=None):
     events = [start + ttft + i * itl * per_event for i in range(math.ceil(tokens / per_event))]
     return lb.RequestRecord(
-        scheduled=start if scheduled is None else scheduled, start=start, end=events[-1], first_token=events[0],
-        tokens=tokens, content_events=len(events), event_times=events, error=error,
-    )  # fmt: skip
+        scheduled=start if scheduled is None else scheduled,
+        start=start,
+        end=events[-1],
+        first_token=events[0],
+        tokens=tokens,
+        content_events=len(events),
+        event_times=events,
+        error=error,
+    )
 
 
 def test_percentile_matches_linear_interpolation():
@@ -29,8 +35,12 @@ def test_multi_token_events_give_per_token_itl():
 
 def test_window_excludes_warmup_and_counts_errors():
     cfg = lb.BenchConfig(base_url="http://x", slo_ttft_s=0.15)
-    records = [rec(0.5, 0.1, 0.02, 10), rec(1.0, 0.1, 0.02, 10), rec(1.5, 0.2, 0.02, 10),
-               lb.RequestRecord(scheduled=2.0, start=2.0, end=2.1, error="http_500")]  # fmt: skip
+    records = [
+        rec(0.5, 0.1, 0.02, 10),
+        rec(1.0, 0.1, 0.02, 10),
+        rec(1.5, 0.2, 0.02, 10),
+        lb.RequestRecord(scheduled=2.0, start=2.0, end=2.1, error="http_500"),
+    ]
     level = lb.judge_level(cfg, 1, records, [0.001], 0.1, window_start=1.0, window_end=3.0)
     assert level.requests == 3 and level.completed == 2 and level.errors == {"http_500": 1}
     assert level.ttft["p50"] == pytest.approx(0.15)

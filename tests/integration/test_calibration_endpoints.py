@@ -1,0 +1,66 @@
+"""Smoke checks, KServe v2 benchmarking and GPU correlation against the calibration server."""
+
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+from ansible_collections.gpufleet.platform.plugins.module_utils import inference_smoke as smoke
+from ansible_collections.gpufleet.platform.plugins.module_utils import llm_bench as lb
+
+
+@pytest.fixture(scope="module")
+def server():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpufleet.calibration_server", "--port", str(port), "--ttft", "0.01", "--itl", "0.001"],
+        stdout=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    proc.terminate()
+
+
+def test_openai_smoke_passes(server):
+    report = smoke.check_openai(server, "calibration")
+    assert report.ok, report.failures
+    assert [c.name for c in report.checks] == ["health", "model listed", "one completion"]
+
+
+def test_openai_smoke_names_a_missing_model(server):
+    report = smoke.check_openai(server, "llama-70b")
+    assert not report.ok
+    assert report.failures == ["model listed: model 'llama-70b' not served; the server has ['calibration']"]
+
+
+def test_kserve_smoke_and_unreachable_endpoint(server):
+    inputs = [{"name": "x", "shape": [1, 4], "datatype": "FP32", "data": [1, 2, 3, 4]}]
+    assert smoke.check_kserve_v2(server, "calibration", inputs).ok
+    down = smoke.check_kserve_v2("http://127.0.0.1:9", "calibration", inputs, timeout=1)
+    assert not down.ok and "cannot reach" in down.failures[0]
+
+
+def test_kserve_v2_ladder(server):
+    cfg = lb.BenchConfig(
+        base_url=server,
+        model="calibration",
+        api="kserve_v2",
+        stream=False,
+        warmup_s=0.3,
+        duration_s=1.0,
+        kserve_inputs=[{"name": "x", "shape": [1, 2], "datatype": "FP32", "data": [1, 2]}],
+    )
+    result = lb.run_benchmark(cfg)
+    assert [lv.level for lv in result.levels] == [1, 5, 30]
+    for level in result.levels:
+        assert level.errors == {} and level.completed > 0
+        assert level.e2e["p50"] >= 0.01
