@@ -7,7 +7,7 @@ export CONTAINERS_CONF := $(CURDIR)/.lab/containers.conf
 export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/collections
 PLAYBOOKS := site.yml $(wildcard playbooks/*.yml)
 
-.PHONY: setup demo test quick lint unit lab-tests molecule lab-up lab-down collection
+.PHONY: setup demo test quick lint unit integration lab-tests k8s k8s-tests molecule lab-up lab-down collection
 
 setup:
 	@scripts/setup.sh
@@ -18,8 +18,8 @@ demo: setup
 	gpufleet up -i inventories/lab
 	gpufleet verify -i inventories/lab
 
-## test: every test (lint, unit, lab end-to-end, molecule, collection build)
-test: setup lint unit lab-tests molecule collection
+## test: every test (lint, unit, integration, lab end-to-end, Kubernetes, molecule, collection build)
+test: setup lint unit integration lab-tests k8s-tests molecule collection
 	@echo "all tests passed"
 
 ## quick: lint and unit tests, for iterating
@@ -38,8 +38,19 @@ lint:
 unit:
 	pytest -q tests/unit
 
+# Benchmark client against the calibration server: accuracy to the schedule, smoke checks.
+integration:
+	pytest -q tests/integration tests/accuracy
+
 lab-tests: lab-up
 	pytest -q tests/lab
+
+# The lab control plane: built once from Go modules (about 9 min cold), then started in seconds.
+k8s:
+	scripts/build-lab-k8s.sh
+
+k8s-tests: k8s
+	pytest -q tests/k8s
 
 molecule: lab-up
 	tests/molecule.sh

@@ -1,6 +1,7 @@
 """The lab control plane for tests (`gpufleet lab k8s up`; `make k8s-tests` does it)."""
 
 import time
+import uuid
 from collections.abc import Callable
 
 import pytest
@@ -16,7 +17,7 @@ def api() -> client.ApiClient:
 
 @pytest.fixture
 def namespace(api: client.ApiClient, request: pytest.FixtureRequest):
-    name = "t-" + request.node.name.lower().replace("_", "-")[:40].strip("-")
+    name = "t-" + request.node.name.lower().replace("_", "-")[5:35].strip("-") + "-" + uuid.uuid4().hex[:6]
     core = client.CoreV1Api(api)
     core.create_namespace({"metadata": {"name": name}})
     yield name
