@@ -14,7 +14,7 @@ setup:
 
 ## demo: the main job on the built-in lab (lab up, converge, verify)
 demo: setup
-	gpufleet lab up
+	gpufleet lab up --k8s
 	gpufleet up -i inventories/lab
 	gpufleet verify -i inventories/lab
 
@@ -56,7 +56,7 @@ molecule: lab-up
 	tests/molecule.sh
 
 lab-up:
-	gpufleet lab up
+	gpufleet lab up --k8s
 
 lab-down:
 	gpufleet lab down

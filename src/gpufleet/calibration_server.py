@@ -177,7 +177,10 @@ class Handler(asyncio.Protocol):
             s.counters["events"] += 1
 
         head = b'data: {"id":"cal-%d","object":"%s","model":"%s","choices":[{"index":0,%s"' % (
-            number, kind_chunk.encode(), s.model.encode(), b'"delta":{"content":' if chat else b'"text":'
+            number,
+            kind_chunk.encode(),
+            s.model.encode(),
+            b'"delta":{"content":' if chat else b'"text":',
         )
         tail = b'"%s,"finish_reason":%%s}],"gpufleet_sent":%%.6f}\n\n' % (b"}" if chat else b"")
         if chat and s.role_chunk:

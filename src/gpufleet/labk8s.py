@@ -336,6 +336,20 @@ def _ensure_nodes_and_crds(deadline: float) -> None:
         except ApiException as exc:
             if exc.status != 409:
                 raise
+    # k3s creates the nvidia RuntimeClass when it finds the NVIDIA runtime; so does the lab.
+    node_api: Any = client.NodeV1Api(api_client)
+    try:
+        node_api.create_runtime_class(
+            {
+                "apiVersion": "node.k8s.io/v1",
+                "kind": "RuntimeClass",
+                "metadata": {"name": "nvidia"},
+                "handler": "nvidia",
+            }
+        )
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
     for crd in sorted(crd_dir().glob("*.yaml")):
         try:
             utils.create_from_yaml(api_client, str(crd))  # type: ignore[no-untyped-call]

@@ -2,7 +2,7 @@
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
 from kubernetes import client, config
@@ -11,8 +11,12 @@ from gpufleet import labk8s
 
 
 @pytest.fixture(scope="session")
-def api() -> client.ApiClient:
-    return config.new_client_from_config(str(labk8s.up()))
+def api() -> Iterator[client.ApiClient]:
+    """The lab API; started for the session unless it was already running, and then left so."""
+    was_running = all(labk8s.status().values())
+    yield config.new_client_from_config(str(labk8s.up()))
+    if not was_running:
+        labk8s.down()
 
 
 @pytest.fixture
