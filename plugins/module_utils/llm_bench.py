@@ -187,6 +187,48 @@ def request_body(cfg: BenchConfig, prompt: str) -> tuple[str, dict[str, Any]]:
     return "/v1/completions", body
 
 
+_SENT = b'"gpufleet_sent":'
+
+
+def classify_event(raw: bytes, record: RequestRecord, now: float) -> str:
+    """Account one SSE event on the record; returns "done", "content", "usage" or "other".
+
+    Content events from the usual servers are recognised without parsing JSON
+    (a hot path at thousands of events per second); anything unusual is parsed.
+    """
+    if not raw.startswith(b"data:"):
+        return "other"
+    data = raw[5:].strip()
+    if data == b"[DONE]":
+        return "done"
+    at = data.rfind(_SENT)
+    if at >= 0:
+        end = at + len(_SENT)
+        stop = min(i for i in (data.find(b",", end), data.find(b"}", end), len(data)) if i >= 0)
+        record.receive_lags.append(now - float(data[end:stop]))
+    fast = -1
+    for key in (b'"content":"', b'"text":"'):
+        fast = data.find(key)
+        if fast >= 0:
+            fast += len(key)
+            break
+    if fast >= 0 and b'"usage"' not in data:
+        if data[fast : fast + 1] == b'"':
+            return "other"  # empty text: a role-only or keep-alive chunk is not a token
+    else:
+        event = json.loads(data)
+        if event.get("usage") and not event.get("choices"):
+            record.tokens = int(event["usage"].get("completion_tokens") or 0)
+            return "usage"
+        if not any(_content_of(c) for c in event.get("choices") or ()):
+            return "other"
+    record.content_events += 1
+    record.event_times.append(now)
+    if record.first_token is None:
+        record.first_token = now
+    return "content"
+
+
 def _content_of(choice: dict[str, Any]) -> str:
     if "text" in choice:
         return choice["text"] or ""
@@ -212,25 +254,19 @@ async def send(session: Any, cfg: BenchConfig, prompt: str, scheduled: float) ->
                 record.tokens = int(usage.get("completion_tokens") or (1 if cfg.api == "kserve_v2" else 0))
                 return record
             done = False
-            async for raw in response.content:
-                if not raw.startswith(b"data:"):
-                    continue
+            pending = b""
+            # Read whatever bytes arrived and split SSE events ourselves: one pass per
+            # network read, not per line, keeps the client cheap under bursts.
+            async for block in response.content.iter_any():
                 now = time.time()
-                data = raw[5:].strip()
-                if data == b"[DONE]":
-                    done = True
-                    break
-                event = json.loads(data)
-                if "gpufleet_sent" in event:
-                    record.receive_lags.append(now - event["gpufleet_sent"])
-                if event.get("usage") and not event.get("choices"):
-                    record.tokens = int(event["usage"].get("completion_tokens") or 0)
-                    continue
-                if any(_content_of(c) for c in event.get("choices") or ()):
-                    record.content_events += 1
-                    record.event_times.append(now)
-                    if record.first_token is None:
-                        record.first_token = now
+                pending += block
+                *events, pending = pending.split(b"\n\n")
+                for raw in events:
+                    kind = classify_event(raw, record, now)
+                    if kind == "done":
+                        done = True
+            if pending.strip():
+                classify_event(pending, record, time.time())
             record.end = time.time()
             if not done:
                 record.error = "broken_stream"
@@ -284,6 +320,9 @@ async def run_level_async(
         prompts = make_prompts(cfg, 1024)
 
         async def user(index: int) -> None:
+            # Users start spread over the warm-up, so the window sees steady traffic,
+            # not every user in lockstep (a thundering herd no real client produces).
+            await asyncio.sleep(max(0.0, t_start + cfg.warmup_s * 0.8 * index / max(users, 1) - time.time()))
             n = index
             while time.time() < t_window_end:
                 records.append(await send(session, cfg, prompts[n % len(prompts)], time.time()))

@@ -52,11 +52,14 @@ class Handler(asyncio.Protocol):
         self.buffer = b""
         self.transport: asyncio.Transport | None = None
         self.busy = False
+        self.arrived = 0.0
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
 
     def data_received(self, data: bytes) -> None:
+        # The schedule runs from the moment the request arrived, not from when its task starts.
+        self.arrived = asyncio.get_running_loop().time()
         self.buffer += data
         if not self.busy:
             self._next_request()
@@ -159,7 +162,7 @@ class Handler(asyncio.Protocol):
             b"Transfer-Encoding: chunked\r\n\r\n"
         )
         loop = asyncio.get_running_loop()
-        t0 = loop.time()
+        t0 = self.arrived or loop.time()
         include_usage = bool((request.get("stream_options") or {}).get("include_usage"))
         kind_chunk = "chat.completion.chunk" if chat else "text_completion"
 

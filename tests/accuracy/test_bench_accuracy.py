@@ -57,7 +57,7 @@ def calibration_server(request):
 @pytest.mark.parametrize("concurrency", [1, 8, 64])
 def test_latencies_tokens_and_throughput_match_the_schedule(calibration_server, concurrency):
     url = calibration_server()
-    cfg = lb.BenchConfig(base_url=url, model="calibration", api="chat", max_tokens=TOKENS, warmup_s=1, duration_s=4)
+    cfg = lb.BenchConfig(base_url=url, model="calibration", api="chat", max_tokens=TOKENS, warmup_s=1, duration_s=6)
     level = lb.run_level(cfg, concurrency)
     assert level.errors == {} and level.completed > 0
     assert level.output_tokens == level.completed * TOKENS  # exact, from the usage chunk
