@@ -13,6 +13,7 @@ import datetime
 import ipaddress
 import os
 import signal
+import socket
 import ssl
 import subprocess
 import time
@@ -295,6 +296,14 @@ def up(timeout: float = 120) -> Path:
         path.write_text(_kubeconfig(pki, user))
         path.chmod(0o600)
     commands = _commands(state)
+    if not _pid("etcd"):
+        for port in (API_PORT, ETCD_PORT):
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    raise LabError(
+                        f"port {port} is taken by another control plane (another checkout's lab?):"
+                        " stop it there with `gpufleet lab down`"
+                    )
     deadline = time.monotonic() + timeout
     _start("etcd", commands["etcd"])
     _start("kube-apiserver", commands["kube-apiserver"])
