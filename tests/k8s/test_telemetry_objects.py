@@ -20,7 +20,7 @@ def converge(namespace: str, check: bool = False) -> dict:
         str(LAB_INVENTORY.parent),
         str(PLAYBOOK),
         "-e",
-        f"namespace={namespace}",
+        f"test_namespace={namespace}",
     ] + (["--check"] if check else [])
     env = {"ANSIBLE_STDOUT_CALLBACK": "json", "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"), "PATH": "/usr/bin:/bin"}
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO_ROOT, check=False)
