@@ -66,5 +66,6 @@ collection:
 	rm -rf .cache/collection && mkdir -p .cache/collection
 	ansible-galaxy collection build --force --output-path .cache/collection .
 	ansible-galaxy collection install --offline --force -p .cache/collection/installed .cache/collection/gpufleet-platform-*.tar.gz
-	ANSIBLE_COLLECTIONS_PATH=.cache/collection/installed ansible-doc gpufleet.platform.prometheus_verify >/dev/null
+	for m in gpu_facts prometheus_verify llm_benchmark inference_smoke; do \
+	  ANSIBLE_COLLECTIONS_PATH=.cache/collection/installed ansible-doc gpufleet.platform.$$m >/dev/null || exit 1; done
 	@echo "collection: built, installed, modules resolve by FQCN"

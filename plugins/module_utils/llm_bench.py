@@ -162,6 +162,27 @@ def operating_point(levels: Sequence[LevelResult], p99_slo_s: float | None) -> i
 # --- requests ----------------------------------------------------------------
 
 
+def load_dataset(path: str) -> list[str]:
+    """Prompts from JSON Lines (a "prompt" field per line) or plain text (one per line)."""
+    prompts = []
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            line = line.strip()
+            if not line:
+                continue
+            if line.startswith("{"):
+                try:
+                    prompt = json.loads(line)["prompt"]
+                except (ValueError, KeyError) as exc:
+                    raise ValueError(f"line {number}: expected a JSON object with a 'prompt' field ({exc})") from exc
+                prompts.append(str(prompt))
+            else:
+                prompts.append(line)
+    if not prompts:
+        raise ValueError("no prompts in the file")
+    return prompts
+
+
 def make_prompts(cfg: BenchConfig, count: int) -> list[str]:
     if cfg.dataset:
         return [cfg.dataset[i % len(cfg.dataset)] for i in range(count)]

@@ -83,6 +83,11 @@ options:
     description: Random prompt lengths in words, C([min, max]), seeded by O(seed).
     type: list
     elements: int
+  dataset:
+    description:
+      - A file of prompts on the controller, used in turn. JSON Lines with a C(prompt) field per line, or plain
+        text with one prompt per line.
+    type: path
   seed:
     description: Seed for random prompt lengths and open-loop arrivals.
     type: int
@@ -164,6 +169,7 @@ except ImportError:
 from ansible_collections.gpufleet.platform.plugins.module_utils.llm_bench import (
     BenchConfig,
     gpu_sampler,
+    load_dataset,
     run_benchmark,
 )
 
@@ -184,6 +190,7 @@ def main() -> None:
             "ignore_eos": {"type": "bool", "default": True},
             "prompt": {"type": "str", "default": "Write a short story about a GPU that learns to dream."},
             "prompt_words": {"type": "list", "elements": "int"},
+            "dataset": {"type": "path"},
             "seed": {"type": "int", "default": 0},
             "slo_ttft": {"type": "float"},
             "slo_tpot": {"type": "float"},
@@ -206,6 +213,12 @@ def main() -> None:
         len(p["prompt_words"]) != 2 or not 0 < p["prompt_words"][0] <= p["prompt_words"][1]
     ):
         module.fail_json(msg=f"prompt_words={p['prompt_words']}: give [min, max] with 0 < min <= max")
+    dataset = None
+    if p["dataset"]:
+        try:
+            dataset = load_dataset(p["dataset"])
+        except (OSError, ValueError) as exc:
+            module.fail_json(msg=f"dataset={p['dataset']}: {exc}")
     if p["api"] == "kserve_v2" and not p["kserve_inputs"]:
         module.fail_json(msg="api=kserve_v2 needs kserve_inputs (the v2 request's inputs list)")
     if module.check_mode:
@@ -217,7 +230,7 @@ def main() -> None:
         max_tokens=p["max_tokens"], ignore_eos=p["ignore_eos"], prompt=p["prompt"],
         prompt_words=tuple(p["prompt_words"]) if p["prompt_words"] else None, seed=p["seed"],
         slo_ttft_s=p["slo_ttft"], slo_tpot_s=p["slo_tpot"], slo_e2e_s=p["slo_e2e"], p99_slo_s=p["p99_slo"],
-        workers=p["workers"], kserve_inputs=p["kserve_inputs"],
+        workers=p["workers"], kserve_inputs=p["kserve_inputs"], dataset=dataset,
     )  # fmt: skip
     gpu = gpu_sampler(p["prometheus_url"], p["gpu_selector"]) if p["prometheus_url"] else None
     result = run_benchmark(cfg, gpu).as_dict()

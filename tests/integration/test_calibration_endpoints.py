@@ -64,3 +64,12 @@ def test_kserve_v2_ladder(server):
     for level in result.levels:
         assert level.errors == {} and level.completed > 0
         assert level.e2e["p50"] >= 0.01
+
+
+def test_streams_spread_over_worker_processes(server):
+    cfg = lb.BenchConfig(
+        base_url=server, model="calibration", api="completions", max_tokens=8, warmup_s=0.5, duration_s=1.5, workers=2
+    )
+    level = lb.run_level(cfg, 6)
+    assert level.errors == {} and level.completed > 0
+    assert level.output_tokens == level.completed * 8

@@ -134,3 +134,28 @@ def test_servicemonitor_schema_rejects_a_bad_field(api, namespace):
     with pytest.raises(DynamicApiError) as failure:
         apply(api, bad, namespace)
     assert failure.value.status == 422 and "interval" in failure.value.body
+
+
+def test_statefulset_pods_become_ready_in_order(api, namespace):
+    apps = client.AppsV1Api(api)
+    body = {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": "db"},
+        "spec": {
+            "serviceName": "db",
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": "db"}},
+            "template": {
+                "metadata": {"labels": {"app": "db"}},
+                "spec": {"containers": [{"name": "c", "image": "registry.invalid/x:1"}]},
+            },
+        },
+    }
+    apps.create_namespaced_stateful_set(namespace, body)
+    wait_for(
+        lambda: apps.read_namespaced_stateful_set(name="db", namespace=namespace).status.ready_replicas == 2,
+        "both StatefulSet replicas to be ready",
+    )
+    pods = client.CoreV1Api(api).list_namespaced_pod(namespace, label_selector="app=db").items
+    assert sorted(p.metadata.name for p in pods) == ["db-0", "db-1"]

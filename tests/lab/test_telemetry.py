@@ -2,6 +2,7 @@
 
 import time
 
+import pytest
 from ansible_collections.gpufleet.platform.plugins.module_utils import prometheus_verify as pv
 from conftest import PROMETHEUS, in_host, wait_for_tunnel
 
@@ -72,3 +73,19 @@ def test_other_key_is_refused(converged):
         check=False,
     )
     assert result.returncode != 0 and "Permission denied" in result.stderr
+
+
+def test_benchmark_gpu_correlation_reads_the_dcgm_series(converged):
+    from ansible_collections.gpufleet.platform.plugins.module_utils import llm_bench as lb
+
+    pv.verify(PROMETHEUS, "gpufleet-dcgm", pv.dcgm_profile(), ["gpu1"], timeout_s=60)
+    now = time.time()
+    level = lb.judge_level(lb.BenchConfig(base_url="x"), 1, [], [], 0.0, now - 20, now)
+    level.output_tokens_per_s = 100.0
+    lb.gpu_sampler(PROMETHEUS, 'instance="gpu1"', exporter_interval_s=30)(level)
+    assert 0 <= level.gpu["util_mean_pct"] <= 100
+    assert level.gpu["fb_used_mean_mib"] > 0
+    # The fixture's energy counter grows 300 J/s; scrapes every 5 s make the delta coarse.
+    assert 3000 <= level.gpu["energy_j"] <= 9000
+    assert level.gpu["tokens_per_joule"] == pytest.approx(2000 / level.gpu["energy_j"])
+    assert any("shorter than the exporter interval" in w for w in level.warnings)

@@ -87,3 +87,20 @@ def test_random_prompts_are_seeded():
     cfg = lb.BenchConfig(base_url="x", prompt_words=(3, 9), seed=4)
     assert lb.make_prompts(cfg, 20) == lb.make_prompts(cfg, 20)
     assert {len(p.split()) for p in lb.make_prompts(cfg, 50)} <= set(range(3, 10))
+
+
+def test_dataset_files(tmp_path):
+    jsonl = tmp_path / "p.jsonl"
+    jsonl.write_text('{"prompt": "a"}\n\n{"prompt": "b", "id": 2}\n')
+    assert lb.load_dataset(str(jsonl)) == ["a", "b"]
+    text = tmp_path / "p.txt"
+    text.write_text("first prompt\nsecond prompt\n")
+    assert lb.make_prompts(lb.BenchConfig(base_url="x", dataset=lb.load_dataset(str(text))), 3) == [
+        "first prompt",
+        "second prompt",
+        "first prompt",
+    ]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "x"}\n')
+    with pytest.raises(ValueError, match="line 1"):
+        lb.load_dataset(str(bad))
