@@ -37,14 +37,14 @@ NODES: dict[str, dict[str, Any]] = {
         "labels": {
             "nvidia.com/gpu.present": "true",
             "nvidia.com/gpu.product": "NVIDIA-H200",
-            "nvidia.com/gpu.count": "1",
+            "nvidia.com/gpu.count": "4",
             "nvidia.com/gpu.memory": "143771",
             "nvidia.com/mig.capable": "true",
             "nvidia.com/cuda.driver.major": "580",
             "feature.node.kubernetes.io/pci-10de.present": "true",
             "gpufleet.io/gpu-node": "true",
         },
-        "capacity": {"nvidia.com/gpu": "1"},
+        "capacity": {"nvidia.com/gpu": "4"},
     },
 }
 
@@ -217,6 +217,9 @@ def _commands(state: Path) -> dict[str, list[str]]:
             "--use-service-account-credentials=true",
             "--leader-elect=false",
             "--controllers=*,-nodeipam",
+            # kwok's heartbeats can stall while the lab machine is busy; a short grace would
+            # mark the simulated nodes NotReady and their pods unready, which nothing undoes.
+            "--node-monitor-grace-period=1h",
         ],
         "kube-scheduler": [
             str(b / "kube-scheduler"),

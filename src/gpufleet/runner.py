@@ -64,8 +64,15 @@ def run_playbook(
     check: bool = False,
     quiet: bool = False,
 ) -> Summary:
-    RUNS_DIR.mkdir(exist_ok=True)
     ident = time.strftime("%Y%m%dT%H%M%S") + ("-check" if check else "")
+    # One private data dir per run: ansible-runner writes the run's settings
+    # (cmdline, envvars) into it, and a shared one would hand them to the next run.
+    private = RUNS_DIR / ident
+    suffix = 1
+    while private.exists():
+        private = RUNS_DIR / f"{ident}.{suffix}"
+        suffix += 1
+    private.mkdir(parents=True)
     failures: list[Failure] = []
 
     def on_event(event: dict[str, Any]) -> bool:
@@ -77,11 +84,11 @@ def run_playbook(
     cmdline = " ".join(filter(None, ["--check --diff" if check else "", f"--tags {tags}" if tags else ""]))
     started = time.monotonic()
     result = ansible_runner.run(
-        private_data_dir=str(RUNS_DIR),
+        private_data_dir=str(private),
         project_dir=str(REPO_ROOT),
         playbook=str(REPO_ROOT / playbook),
         inventory=str(inventory.resolve()),
-        ident=ident,
+        ident="run",
         limit=limit,
         cmdline=cmdline or None,
         event_handler=on_event,
@@ -98,7 +105,7 @@ def run_playbook(
         for host, count in (stats.get(key) or {}).items():
             hosts.setdefault(host, {})[key] = count
     return Summary(
-        playbook, result.status, result.rc, str(RUNS_DIR / "artifacts" / ident), round(time.monotonic() - started, 1),
+        playbook, result.status, result.rc, str(private / "artifacts" / "run"), round(time.monotonic() - started, 1),
         hosts, failures,
     )  # fmt: skip
 

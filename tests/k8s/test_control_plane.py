@@ -77,7 +77,7 @@ def _deployment(name: str, gpus: int) -> dict:
 def test_gpu_request_schedules_onto_the_gpu_node_only(api, namespace):
     apps, core = client.AppsV1Api(api), client.CoreV1Api(api)
     apps.create_namespaced_deployment(namespace, _deployment("one-gpu", 1))
-    apps.create_namespaced_deployment(namespace, _deployment("two-gpus", 2))
+    apps.create_namespaced_deployment(namespace, _deployment("too-many-gpus", 5))
 
     def ready_pod(app):
         pods = core.list_namespaced_pod(namespace, label_selector=f"app={app}").items
@@ -91,11 +91,11 @@ def test_gpu_request_schedules_onto_the_gpu_node_only(api, namespace):
     )
 
     def unschedulable():
-        pods = core.list_namespaced_pod(namespace, label_selector="app=two-gpus").items
+        pods = core.list_namespaced_pod(namespace, label_selector="app=too-many-gpus").items
         conditions = (pods[0].status.conditions or []) if pods else []
         return any(c.reason == "Unschedulable" and "nvidia.com/gpu" in (c.message or "") for c in conditions)
 
-    wait_for(unschedulable, "the 2-GPU pod to be reported unschedulable (gpu1 has one GPU)")
+    wait_for(unschedulable, "the 5-GPU pod to be reported unschedulable (gpu1 has four GPUs)")
 
 
 def test_daemonset_rolls_out_on_every_node(api, namespace):

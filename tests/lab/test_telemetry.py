@@ -78,7 +78,11 @@ def test_other_key_is_refused(converged):
 def test_benchmark_gpu_correlation_reads_the_dcgm_series(converged):
     from ansible_collections.gpufleet.platform.plugins.module_utils import llm_bench as lb
 
-    pv.verify(PROMETHEUS, "gpufleet-dcgm", pv.dcgm_profile(), ["gpu1"], timeout_s=60)
+    # The window must hold 20 s of samples; earlier drills cut the tunnel, so wait for them.
+    energy = 'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{instance="gpu1"}'
+    deadline = time.monotonic() + 90
+    while not pv.query(PROMETHEUS, energy, time.time() - 21) and time.monotonic() < deadline:
+        time.sleep(1)
     now = time.time()
     level = lb.judge_level(lb.BenchConfig(base_url="x"), 1, [], [], 0.0, now - 20, now)
     level.output_tokens_per_s = 100.0
