@@ -14,12 +14,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
-import subprocess
-import sys
-import time
 
 from gpufleet.lib import llm_bench as lb
+
+from gpufleet.calibration_server import launch
 
 TTFT, ITL, TOKENS = 0.1, 0.02, 64
 
@@ -34,25 +32,18 @@ def main() -> None:
     args = parser.parse_args()
     cores = sorted(os.sched_getaffinity(0))
     server_core, client_core = (cores[0], cores[1]) if len(cores) > 1 else (cores[0], cores[0])
-    server = subprocess.Popen(
-        ["taskset", "-c", str(server_core), sys.executable, "-m", "gpufleet.calibration_server",
-         "--port", str(args.port), "--ttft", str(TTFT), "--itl", str(ITL), "--tokens", str(TOKENS)],
-        stdout=subprocess.DEVNULL,
+    server, url = launch(
+        args.port, "--ttft", str(TTFT), "--itl", str(ITL), "--tokens", str(TOKENS),
+        prefix=("taskset", "-c", str(server_core)),
     )  # fmt: skip
     os.sched_setaffinity(0, {client_core})
     try:
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", args.port), 0.2).close()
-                break
-            except OSError:
-                time.sleep(0.05)
         print(f"server on core {server_core}, client on core {client_core}, {args.workers} client process(es)")
         print(f"{'C':>5} {'tok/s':>9} {'ideal':>9} {'ratio':>6} {'TTFT p99 err':>13} {'recv lag p99':>13}"
               f" {'client CPU':>10}  flagged")  # fmt: skip
         for level in (int(x) for x in args.levels.split(",")):
             cfg = lb.BenchConfig(
-                base_url=f"http://127.0.0.1:{args.port}", model="calibration", api="chat", max_tokens=TOKENS,
+                base_url=url, model="calibration", api="chat", max_tokens=TOKENS,
                 warmup_s=args.warmup, duration_s=args.duration, workers=args.workers,
             )  # fmt: skip
             lv = lb.run_level(cfg, level)

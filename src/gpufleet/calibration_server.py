@@ -21,7 +21,11 @@ import argparse
 import asyncio
 import json
 import random
+import socket
+import subprocess
+import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -213,6 +217,28 @@ async def serve(schedule: Schedule, host: str = "127.0.0.1", port: int = 8100) -
     rng = random.Random(schedule.seed)
     loop = asyncio.get_running_loop()
     return await loop.create_server(lambda: Handler(schedule, rng), host, port, backlog=4096, reuse_address=True)
+
+
+def launch(port: int = 0, *args: str, prefix: Sequence[str] = ()) -> tuple[subprocess.Popen[bytes], str]:
+    """Start a calibration server in its own process; return it and its URL once it accepts.
+
+    Port 0 picks a free one. ``prefix`` wraps the command (e.g. taskset to pin a core).
+    """
+    if not port:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = int(probe.getsockname()[1])
+    command = [*prefix, sys.executable, "-m", "gpufleet.calibration_server", "--port", str(port), *args]
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return server, f"http://127.0.0.1:{port}"
+        except OSError:
+            time.sleep(0.05)
+    server.kill()
+    raise RuntimeError(f"calibration server did not start on port {port}")
 
 
 def main(argv: list[str] | None = None) -> None:

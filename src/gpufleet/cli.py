@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from gpufleet import lab, labk8s, report, runner
+from gpufleet import calibration_server, lab, labk8s, report, runner
 from gpufleet.lib import llm_bench
 
 EXIT_OK, EXIT_USAGE, EXIT_FAILED, EXIT_UNREACHABLE, EXIT_LAB = 0, 2, 3, 4, 5
@@ -78,29 +77,13 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return _run_playbook(args, "playbooks/verify.yml")
 
 
-def _calibration_server(port: int) -> subprocess.Popen[bytes]:
-    server = subprocess.Popen(
-        [sys.executable, "-m", "gpufleet.calibration_server", "--port", str(port), "--ttft", "0.1", "--itl", "0.02"],
-        stdout=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            return server
-        except OSError:
-            time.sleep(0.05)
-    server.kill()
-    raise SystemExit(f"gpufleet bench: calibration server did not start on port {port}")
-
-
 def cmd_bench(args: argparse.Namespace) -> int:
     levels = [int(x) for x in args.levels.split(",")]
     server = None
     url, model = args.url, args.model
     if args.calibration:
-        server = _calibration_server(args.calibration_port)
-        url, model = f"http://127.0.0.1:{args.calibration_port}", "calibration"
+        server, url = calibration_server.launch(args.calibration_port, "--ttft", "0.1", "--itl", "0.02")
+        model = "calibration"
         print("gpufleet bench: target is the CALIBRATION SERVER, a scripted stand-in for vLLM (TTFT 100 ms,"
               " ITL 20 ms): the figures measure the client and the method, not a GPU", file=sys.stderr)  # fmt: skip
     elif not url or not model:

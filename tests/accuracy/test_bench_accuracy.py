@@ -5,51 +5,22 @@ counts exact; throughput within 3% of the closed-loop formula C*N/(TTFT+(N-1)*IT
 """
 
 import asyncio
-import socket
-import subprocess
-import sys
 import time
 
 import pytest
 from ansible_collections.gpufleet.platform.plugins.module_utils import llm_bench as lb
 
+from gpufleet.calibration_server import launch
+
 TTFT, ITL, TOKENS = 0.1, 0.02, 16
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture
 def calibration_server(request):
     def start(*extra: str) -> str:
-        port = free_port()
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "gpufleet.calibration_server",
-                "--port",
-                str(port),
-                "--ttft",
-                str(TTFT),
-                "--itl",
-                str(ITL),
-                *extra,
-            ],
-            stdout=subprocess.DEVNULL,
-        )
-        request.addfinalizer(proc.terminate)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), 0.2).close()
-                return f"http://127.0.0.1:{port}"
-            except OSError:
-                time.sleep(0.05)
-        raise AssertionError("calibration server did not start")
+        process, url = launch(0, "--ttft", str(TTFT), "--itl", str(ITL), *extra)
+        request.addfinalizer(process.terminate)
+        return url
 
     return start
 

@@ -1,33 +1,17 @@
 """Smoke checks, KServe v2 benchmarking and GPU correlation against the calibration server."""
 
-import socket
-import subprocess
-import sys
-import time
-
 import pytest
 from ansible_collections.gpufleet.platform.plugins.module_utils import inference_smoke as smoke
 from ansible_collections.gpufleet.platform.plugins.module_utils import llm_bench as lb
 
+from gpufleet import calibration_server
+
 
 @pytest.fixture(scope="module")
 def server():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gpufleet.calibration_server", "--port", str(port), "--ttft", "0.01", "--itl", "0.001"],
-        stdout=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            break
-        except OSError:
-            time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    proc.terminate()
+    process, url = calibration_server.launch(0, "--ttft", "0.01", "--itl", "0.001")
+    yield url
+    process.terminate()
 
 
 def test_openai_smoke_passes(server):
