@@ -100,6 +100,7 @@ class LevelResult:
     client_bound_reasons: list[str]
     window_start: float = 0.0
     window_end: float = 0.0
+    ttft_histogram: list[tuple[float, int]] = field(default_factory=list)  # (bucket upper bound s, count)
     gpu: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
@@ -133,6 +134,18 @@ def request_metrics(r: RequestRecord) -> dict[str, Any]:
     per_event = r.tokens / r.content_events if r.content_events else 1.0
     gaps = [b - a for a, b in zip(r.event_times, r.event_times[1:], strict=False)]
     return {"e2e": e2e, "ttft": ttft, "tpot": tpot, "itl": [g / per_event for g in gaps]}
+
+
+def histogram(values: Sequence[float], buckets: int = 20) -> list[tuple[float, int]]:
+    """Counts in equal-width buckets from the smallest to the largest value: (upper bound, count)."""
+    if not values:
+        return []
+    low, high = min(values), max(values)
+    width = (high - low) / buckets or 1e-9
+    counts = [0] * buckets
+    for v in values:
+        counts[min(int((v - low) / width), buckets - 1)] += 1
+    return [(low + width * (i + 1), n) for i, n in enumerate(counts)]
 
 
 def meets_slo(m: dict[str, Any], cfg: BenchConfig) -> bool:
@@ -470,6 +483,7 @@ def judge_level(
         client_bound_reasons=reasons,
         window_start=window_start,
         window_end=window_end,
+        ttft_histogram=histogram([m["ttft"] for m in metrics if not math.isnan(m["ttft"])]),
     )
 
 

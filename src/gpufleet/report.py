@@ -85,6 +85,26 @@ def _svg_line(points: list[tuple[float, float]], title: str, y_label: str) -> st
     )
 
 
+def _svg_histogram(bins: list[list[float]], title: str) -> str:
+    """Bars of a TTFT histogram: bins are [upper bound in s, count]."""
+    width, height, pad = 420, 200, 40
+    if not bins:
+        return ""
+    top = max(count for _, count in bins) or 1
+    bar = (width - 2 * pad) / len(bins)
+    bars = "".join(
+        f'<rect x="{pad + i * bar:.1f}" y="{height - pad - (height - 2 * pad) * count / top:.1f}"'
+        f' width="{bar - 1:.1f}" height="{(height - 2 * pad) * count / top:.1f}" fill="#48c"/>'
+        for i, (_, count) in enumerate(bins)
+    )
+    return (
+        f'<svg width="{width}" height="{height}" xmlns="http://www.w3.org/2000/svg" font-size="11">'
+        f'<text x="{pad}" y="16">{html.escape(title)}</text>{bars}'
+        f'<text x="{pad}" y="{height - 10}">{bins[0][0] * 1000:.0f} ms</text>'
+        f'<text x="{width - pad}" y="{height - 10}" text-anchor="end">{bins[-1][0] * 1000:.0f} ms</text></svg>'
+    )
+
+
 def html_report(result: dict[str, Any], title: str) -> str:
     levels = result["levels"]
     tput = [(float(lv["level"]), lv["output_tokens_per_s"]) for lv in levels]
@@ -100,6 +120,9 @@ def html_report(result: dict[str, Any], title: str) -> str:
         + _svg_line(tput, "Output tokens/s", "tok/s")
         + _svg_line(p99, "End-to-end P99", "seconds")
         + _svg_line(ttft, "TTFT P50", "ms")
+        + "".join(
+            _svg_histogram(lv.get("ttft_histogram") or [], f"TTFT distribution at {lv['level']:g}") for lv in levels
+        )
         + f"<pre>{html.escape(ladder_table(result))}</pre>"
     )
 

@@ -104,3 +104,9 @@ def test_dataset_files(tmp_path):
     bad.write_text('{"text": "x"}\n')
     with pytest.raises(ValueError, match="line 1"):
         lb.load_dataset(str(bad))
+
+
+def test_ttft_histogram_counts_every_request():
+    bins = lb.histogram([0.1, 0.1, 0.2, 0.3], buckets=4)
+    assert sum(n for _, n in bins) == 4 and bins[-1][0] == pytest.approx(0.3)
+    assert lb.histogram([]) == []
