@@ -25,7 +25,6 @@ import json
 import math
 import os
 import random
-import resource
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -527,10 +526,6 @@ def run_benchmark(cfg: BenchConfig, gpu: Any = None) -> BenchResult:
         started=started,
         finished=time.time(),
     )
-
-
-def rusage_max_rss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 # --- GPU correlation through Prometheus -------------------------------------------

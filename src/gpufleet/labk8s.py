@@ -289,13 +289,8 @@ def up(timeout: float = 120) -> Path:
     pki = state / "pki"
     if not (pki / "ca.crt").exists():
         _write_pki(pki)
-    for user, name in (
-        ("admin", "admin"),
-        ("controller-manager", "controller-manager"),
-        ("scheduler", "scheduler"),
-        ("kwok", "kwok"),
-    ):
-        path = state / f"{name}.kubeconfig"
+    for user in ("admin", "controller-manager", "scheduler", "kwok"):
+        path = state / f"{user}.kubeconfig"
         path.write_text(_kubeconfig(pki, user))
         path.chmod(0o600)
     commands = _commands(state)

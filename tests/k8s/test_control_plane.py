@@ -57,14 +57,15 @@ def test_rbac_denies_an_unauthorised_service_account(api, namespace):
     assert f"system:serviceaccount:{namespace}:nobody" in failure.value.body
 
 
-def _deployment(name: str, gpus: int) -> dict:
+def _workload(kind: str, name: str, gpus: int = 0, **spec: object) -> dict:
+    """A Deployment, DaemonSet or StatefulSet of one placeholder container (kwok runs no image)."""
     resources = {"limits": {"nvidia.com/gpu": str(gpus)}} if gpus else {}
     return {
         "apiVersion": "apps/v1",
-        "kind": "Deployment",
+        "kind": kind,
         "metadata": {"name": name},
         "spec": {
-            "replicas": 1,
+            **spec,
             "selector": {"matchLabels": {"app": name}},
             "template": {
                 "metadata": {"labels": {"app": name}},
@@ -76,8 +77,8 @@ def _deployment(name: str, gpus: int) -> dict:
 
 def test_gpu_request_schedules_onto_the_gpu_node_only(api, namespace):
     apps, core = client.AppsV1Api(api), client.CoreV1Api(api)
-    apps.create_namespaced_deployment(namespace, _deployment("one-gpu", 1))
-    apps.create_namespaced_deployment(namespace, _deployment("too-many-gpus", 5))
+    apps.create_namespaced_deployment(namespace, _workload("Deployment", "one-gpu", 1, replicas=1))
+    apps.create_namespaced_deployment(namespace, _workload("Deployment", "too-many-gpus", 5, replicas=1))
 
     def ready_pod(app):
         pods = core.list_namespaced_pod(namespace, label_selector=f"app={app}").items
@@ -100,19 +101,7 @@ def test_gpu_request_schedules_onto_the_gpu_node_only(api, namespace):
 
 def test_daemonset_rolls_out_on_every_node(api, namespace):
     apps = client.AppsV1Api(api)
-    body = {
-        "apiVersion": "apps/v1",
-        "kind": "DaemonSet",
-        "metadata": {"name": "ds"},
-        "spec": {
-            "selector": {"matchLabels": {"app": "ds"}},
-            "template": {
-                "metadata": {"labels": {"app": "ds"}},
-                "spec": {"containers": [{"name": "c", "image": "registry.invalid/x:1"}]},
-            },
-        },
-    }
-    apps.create_namespaced_daemon_set(namespace, body)
+    apps.create_namespaced_daemon_set(namespace, _workload("DaemonSet", "ds"))
 
     def rolled_out():
         s = apps.read_namespaced_daemon_set(name="ds", namespace=namespace).status
@@ -138,21 +127,7 @@ def test_servicemonitor_schema_rejects_a_bad_field(api, namespace):
 
 def test_statefulset_pods_become_ready_in_order(api, namespace):
     apps = client.AppsV1Api(api)
-    body = {
-        "apiVersion": "apps/v1",
-        "kind": "StatefulSet",
-        "metadata": {"name": "db"},
-        "spec": {
-            "serviceName": "db",
-            "replicas": 2,
-            "selector": {"matchLabels": {"app": "db"}},
-            "template": {
-                "metadata": {"labels": {"app": "db"}},
-                "spec": {"containers": [{"name": "c", "image": "registry.invalid/x:1"}]},
-            },
-        },
-    }
-    apps.create_namespaced_stateful_set(namespace, body)
+    apps.create_namespaced_stateful_set(namespace, _workload("StatefulSet", "db", serviceName="db", replicas=2))
     wait_for(
         lambda: apps.read_namespaced_stateful_set(name="db", namespace=namespace).status.ready_replicas == 2,
         "both StatefulSet replicas to be ready",
