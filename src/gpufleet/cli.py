@@ -1,76 +1,124 @@
 """gpufleet: bootstrap GPU hosts into an inference platform and prove it works.
 
 Commands run the collection's playbooks through ansible-runner; exit codes:
-0 success, 2 usage error, 3 a host failed, 4 a host was unreachable, 5 lab error.
+0 success, 2 usage error, 3 a host failed, 4 a host was unreachable, 5 lab error,
+130 cancelled (Ctrl-C).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
-from gpufleet import calibration_server, lab, labk8s, report, runner
+from gpufleet import calibration_server, display, lab, labk8s, report, runner
 from gpufleet.lib import llm_bench
 
-EXIT_OK, EXIT_USAGE, EXIT_FAILED, EXIT_UNREACHABLE, EXIT_LAB = 0, 2, 3, 4, 5
+EXIT_OK, EXIT_USAGE, EXIT_FAILED, EXIT_UNREACHABLE, EXIT_LAB, EXIT_CANCELLED = 0, 2, 3, 4, 5, 130
+
+
+def _emit(args: argparse.Namespace, document: dict[str, Any]) -> None:
+    if args.json:
+        json.dump(document, sys.stdout, indent=2)
+        print()
 
 
 def cmd_lab(args: argparse.Namespace) -> int:
     inventory = lab.scale_inventory(args.hosts) if args.hosts else lab.LAB_INVENTORY
+    say = functools.partial(print, file=sys.stderr if args.json else sys.stdout)
+    doc: dict[str, Any] = {"action": args.action}
     if args.action == "up":
         started = time.monotonic()
         hosts = lab.up(inventory)
-        print(f"lab up in {time.monotonic() - started:.1f}s: " + ", ".join(f"{h.name} ({h.address})" for h in hosts))
-        print(f"inventory: {inventory.parent}")
+        doc.update(hosts={h.name: h.address for h in hosts}, inventory=str(inventory.parent),
+                   seconds=round(time.monotonic() - started, 1))  # fmt: skip
+        say(f"lab up in {doc['seconds']:.1f}s: " + ", ".join(f"{h.name} ({h.address})" for h in hosts))
+        say(f"inventory: {inventory.parent}")
         if args.k8s:
-            subprocess.run([str(lab.REPO_ROOT / "scripts" / "build-lab-k8s.sh")], check=True)
+            subprocess.run([str(lab.REPO_ROOT / "scripts" / "build-lab-k8s.sh")], check=True,
+                           stdout=sys.stderr if args.json else None)  # fmt: skip
             started = time.monotonic()
-            kubeconfig = labk8s.up()
-            print(f"control plane v{labk8s.K8S_VERSION} up in {time.monotonic() - started:.1f}s: {kubeconfig}")
+            doc["kubeconfig"] = str(labk8s.up())
+            say(f"control plane v{labk8s.K8S_VERSION} up in {time.monotonic() - started:.1f}s: {doc['kubeconfig']}")
     elif args.action == "down":
         stopped = labk8s.down()
         removed = lab.down()
-        print(f"lab down: removed {len(removed)} container(s), network {lab.NETWORK}, {len(stopped)} k8s process(es)")
+        doc.update(containers=removed, k8s_processes=stopped)
+        say(f"lab down: removed {len(removed)} container(s), network {lab.NETWORK}, {len(stopped)} k8s process(es)")
     else:
-        states = lab.running_hosts()
+        states = {name.removeprefix(lab.CONTAINER_PREFIX): state for name, state in lab.running_hosts().items()}
+        doc.update(hosts=states, k8s=labk8s.status())
         for name, state in sorted(states.items()):
-            print(f"{name.removeprefix(lab.CONTAINER_PREFIX):10} {state}")
+            say(f"{name:10} {state}")
         if not states:
-            print("lab hosts are down")
-        for name, running in labk8s.status().items():
-            print(f"{name:24} {'running' if running else 'stopped'}")
+            say("lab hosts are down")
+        for name, running in doc["k8s"].items():
+            say(f"{name:24} {'running' if running else 'stopped'}")
+    _emit(args, doc)
     return EXIT_OK
 
 
-def _run_playbook(args: argparse.Namespace, playbook: str) -> int:
+class CancelOnInterrupt:
+    """Ctrl-C asks ansible-runner to cancel (its cancel callback); a second Ctrl-C aborts at once."""
+
+    def __init__(self) -> None:
+        self.requested = False
+
+    def __call__(self) -> bool:
+        return self.requested
+
+    def __enter__(self) -> CancelOnInterrupt:
+        self._previous = signal.signal(signal.SIGINT, self._on_sigint)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        signal.signal(signal.SIGINT, self._previous)
+
+    def _on_sigint(self, signum: int, frame: object) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+        print("\ngpufleet: cancelling (Ctrl-C again to abort at once)", file=sys.stderr)
+
+
+def _run_playbook(args: argparse.Namespace, playbook: str, check: bool = False, plan: bool = False) -> int:
     inventory = Path(args.inventory)
     if not inventory.exists():
         print(f"gpufleet: inventory {inventory} does not exist", file=sys.stderr)
         return EXIT_USAGE
-    summary = runner.run_playbook(
-        playbook,
-        inventory=inventory,
-        limit=getattr(args, "limit", None),
-        tags=getattr(args, "tags", None),
-        check=getattr(args, "check", False),
-        quiet=args.json,
-    )
-    if args.json:
-        json.dump(summary.as_dict(), sys.stdout, indent=2)
-        print()
-    else:
-        runner.print_summary(summary, sys.stderr)
+    limit, tags = getattr(args, "limit", None), getattr(args, "tags", None)
+    live = sys.stderr.isatty()
+    totals = runner.planned_tasks(playbook, inventory, limit, tags) if live else {}
+    progress = display.Progress(sys.stderr, totals, live)
+    with CancelOnInterrupt() as cancel:
+        summary = runner.run_playbook(
+            playbook, inventory=inventory, limit=limit, tags=tags, check=check, quiet=True,
+            on_event=progress, cancel=cancel,
+        )  # fmt: skip
+    progress.finish(cancelled=summary.cancelled)
+    _emit(args, summary.as_dict())
+    runner.print_summary(summary, sys.stderr)
+    if plan:
+        runner.print_plan(summary, sys.stderr)
+    if summary.cancelled:
+        return EXIT_CANCELLED
     if summary.unreachable:
         return EXIT_UNREACHABLE
     return EXIT_OK if summary.ok else EXIT_FAILED
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    return _run_playbook(args, "site.yml")
+    return _run_playbook(args, "site.yml", check=args.check)
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    return _run_playbook(args, "site.yml", check=True, plan=True)
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -102,9 +150,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     out_dir = Path(args.out or runner.RUNS_DIR / "bench" / time.strftime("%Y%m%dT%H%M%S"))
     title = f"gpufleet bench: {model} at {url}" + (" (calibration stand-in)" if args.calibration else "")
     json_path, html_path = report.write_reports(result, out_dir, title)
-    if args.json:
-        json.dump(result, sys.stdout, indent=2)
-        print()
+    _emit(args, result)
     print(report.ladder_table(result), file=sys.stderr)
     print(f"report: {html_path} (data: {json_path})", file=sys.stderr)
     errors = sum(sum(level["errors"].values()) for level in result["levels"])
@@ -118,7 +164,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(f"gpufleet report: {data} does not exist", file=sys.stderr)
         return EXIT_USAGE
     result = json.loads(data.read_text())
-    _, html_path = report.write_reports(result, run_dir, f"gpufleet bench report ({run_dir.name})")
+    json_path, html_path = report.write_reports(result, run_dir, f"gpufleet bench report ({run_dir.name})")
+    _emit(args, {"html": str(html_path), "data": str(json_path), "levels": len(result["levels"])})
     print(report.ladder_table(result), file=sys.stderr)
     print(f"report: {html_path}", file=sys.stderr)
     return EXIT_OK
@@ -137,6 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     for name, func, help_text in (
         ("up", cmd_up, "converge site.yml on an inventory"),
+        ("plan", cmd_plan, "check and diff site.yml: what would change, per host and role"),
         ("verify", cmd_verify, "run the verification playbook"),
     ):
         p = sub.add_parser(name, help=help_text)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -14,6 +17,10 @@ import ansible_runner
 from gpufleet.lab import REPO_ROOT
 
 RUNS_DIR = REPO_ROOT / "runs"
+SUMMARY_FILE = "summary.json"
+SUMMARY_SCHEMA = Path(__file__).parent / "run-summary.schema.json"
+
+Event = dict[str, Any]
 
 
 @dataclass
@@ -31,29 +38,123 @@ class Summary:
     rc: int
     run_dir: str
     seconds: float
+    check: bool = False
     hosts: dict[str, dict[str, int]] = field(default_factory=dict)
     failures: list[Failure] = field(default_factory=list)
+    # host -> role ("" for play tasks) -> names of the tasks that changed (or would, in check mode)
+    changes: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    # host -> the task it was running when the run was cancelled
+    interrupted: dict[str, str] = field(default_factory=dict)
 
     @property
     def unreachable(self) -> bool:
         return any(f.unreachable for f in self.failures)
 
     @property
+    def cancelled(self) -> bool:
+        return self.status == "canceled"
+
+    @property
     def ok(self) -> bool:
-        return self.rc == 0 and not self.failures
+        return self.rc == 0 and not self.failures and not self.cancelled
 
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "ok": self.ok, "unreachable": self.unreachable}
+        return {**asdict(self), "ok": self.ok, "unreachable": self.unreachable, "cancelled": self.cancelled}
 
 
-def _failure_from_event(event: dict[str, Any]) -> Failure | None:
+def _failures_from_event(event: Event) -> list[Failure]:
     kind = event.get("event")
     data = event.get("event_data", {})
     if kind not in ("runner_on_failed", "runner_on_unreachable") or data.get("ignore_errors"):
-        return None
-    result = data.get("res", {})
-    message = result.get("msg") or result.get("stderr") or result.get("reason") or "failed"
-    return Failure(data.get("host", "?"), data.get("task", "?"), str(message).strip(), kind == "runner_on_unreachable")
+        return []
+    host, task, result = data.get("host", "?"), data.get("task", "?"), data.get("res", {})
+    # A loop delegated to other hosts (a tunnel host reaching its GPU nodes) names
+    # the host that could not be reached in each item, not in the task.
+    items = [r for r in result.get("results", []) if r.get("unreachable") or r.get("failed")]
+    if kind == "runner_on_unreachable" and items:
+        return [Failure(str(r.get("item", host)), task, _message(r), True) for r in items if r.get("unreachable")]
+    return [Failure(host, task, _message(result), kind == "runner_on_unreachable")]
+
+
+def _message(result: dict[str, Any]) -> str:
+    return str(result.get("msg") or result.get("stderr") or result.get("reason") or "failed").strip()
+
+
+class Tracker:
+    """Follows a run's events: failures, what changed, and what each host is doing now."""
+
+    def __init__(self) -> None:
+        self.failures: list[Failure] = []
+        self.changes: dict[str, dict[str, list[str]]] = {}
+        self.running: dict[str, str] = {}  # host -> task started and not finished
+
+    def __call__(self, event: Event) -> None:
+        kind = event.get("event", "")
+        data = event.get("event_data", {})
+        host, task = data.get("host"), data.get("task", "")
+        if kind == "runner_on_start" and host:
+            self.running[host] = task
+        elif kind in ("runner_on_ok", "runner_on_failed", "runner_on_skipped", "runner_on_unreachable") and host:
+            self.running.pop(host, None)
+            if kind == "runner_on_ok" and data.get("res", {}).get("changed"):
+                self.changes.setdefault(host, {}).setdefault(data.get("role", ""), []).append(task)
+        for failure in _failures_from_event(event):
+            # One line per unreachable host is enough: later tasks fail for the same reason.
+            if not (failure.unreachable and any(f.unreachable and f.host == failure.host for f in self.failures)):
+                self.failures.append(failure)
+
+
+def _new_private_dir(check: bool) -> Path:
+    # One private data dir per run: ansible-runner writes the run's settings
+    # (cmdline, envvars) into it, and a shared one would hand them to the next run.
+    ident = time.strftime("%Y%m%dT%H%M%S") + ("-check" if check else "")
+    private: Path = RUNS_DIR / ident
+    suffix = 1
+    while private.exists():
+        private = RUNS_DIR / f"{ident}.{suffix}"
+        suffix += 1
+    private.mkdir(parents=True)
+    return private
+
+
+def _envvars() -> dict[str, str]:
+    return {
+        "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"),
+        # ansible-playbook from the same environment as this CLI, even when it is not activated.
+        "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+    }
+
+
+def planned_tasks(playbook: str, inventory: Path, limit: str | None = None, tags: str | None = None) -> dict[str, int]:
+    """Tasks per host as listed statically (--list-hosts --list-tasks): the progress display's totals.
+
+    Dynamic includes and handlers are not listed, so the figure is a floor, not a promise."""
+    private = _new_private_dir(False)
+    cmdline = " ".join(filter(None, ["--list-hosts --list-tasks", f"--tags {tags}" if tags else ""]))
+    result = ansible_runner.run(
+        private_data_dir=str(private), project_dir=str(REPO_ROOT), playbook=str(REPO_ROOT / playbook),
+        inventory=str(inventory.resolve()), ident="list", limit=limit, cmdline=cmdline, quiet=True,
+        envvars=_envvars(),
+    )  # fmt: skip
+    totals: dict[str, int] = {}
+    if result.rc != 0:
+        return totals
+    hosts: list[str] = []
+    section = ""
+    for line in result.stdout.read().splitlines():
+        text = line.strip()
+        if text.startswith("play #"):
+            hosts, section = [], ""
+        elif re.match(r"hosts \(\d+\):", text):
+            section = "hosts"
+        elif text == "tasks:":
+            section = "tasks"
+        elif text and section == "hosts":
+            hosts.append(text)
+        elif text and section == "tasks":
+            for host in hosts:
+                totals[host] = totals.get(host, 0) + 1
+    return totals
 
 
 def run_playbook(
@@ -63,22 +164,16 @@ def run_playbook(
     tags: str | None = None,
     check: bool = False,
     quiet: bool = False,
+    on_event: Callable[[Event], None] | None = None,
+    cancel: Callable[[], bool] | None = None,
 ) -> Summary:
-    ident = time.strftime("%Y%m%dT%H%M%S") + ("-check" if check else "")
-    # One private data dir per run: ansible-runner writes the run's settings
-    # (cmdline, envvars) into it, and a shared one would hand them to the next run.
-    private = RUNS_DIR / ident
-    suffix = 1
-    while private.exists():
-        private = RUNS_DIR / f"{ident}.{suffix}"
-        suffix += 1
-    private.mkdir(parents=True)
-    failures: list[Failure] = []
+    private = _new_private_dir(check)
+    tracker = Tracker()
 
-    def on_event(event: dict[str, Any]) -> bool:
-        failure = _failure_from_event(event)
-        if failure:
-            failures.append(failure)
+    def handle(event: Event) -> bool:
+        tracker(event)
+        if on_event:
+            on_event(event)
         return True
 
     cmdline = " ".join(filter(None, ["--check --diff" if check else "", f"--tags {tags}" if tags else ""]))
@@ -91,23 +186,24 @@ def run_playbook(
         ident="run",
         limit=limit,
         cmdline=cmdline or None,
-        event_handler=on_event,
+        event_handler=handle,
+        cancel_callback=cancel,
         quiet=quiet,
-        envvars={
-            "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"),
-            # ansible-playbook from the same environment as this CLI, even when it is not activated.
-            "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
-        },
+        envvars=_envvars(),
     )
     stats = result.stats or {}
     hosts: dict[str, dict[str, int]] = {}
     for key in ("ok", "changed", "failures", "dark", "skipped"):
         for host, count in (stats.get(key) or {}).items():
             hosts.setdefault(host, {})[key] = count
-    return Summary(
-        playbook, result.status, result.rc, str(private / "artifacts" / "run"), round(time.monotonic() - started, 1),
-        hosts, failures,
+    run_dir = private / "artifacts" / "run"
+    summary = Summary(
+        playbook, result.status, result.rc, str(run_dir), round(time.monotonic() - started, 1), check,
+        hosts, tracker.failures, tracker.changes, tracker.running if result.status == "canceled" else {},
     )  # fmt: skip
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / SUMMARY_FILE).write_text(json.dumps(summary.as_dict(), indent=2) + "\n")
+    return summary
 
 
 def print_summary(summary: Summary, out: IO[str]) -> None:
@@ -121,5 +217,22 @@ def print_summary(summary: Summary, out: IO[str]) -> None:
         )
     if summary.failures:
         print("\nfailures:", file=out)
+        width = max(len(f.host) for f in summary.failures)
         for f in summary.failures:
-            print(f"  {f.host}: {f.task}: {f.message}", file=out)
+            kind = "UNREACHABLE" if f.unreachable else "FAILED"
+            print(f"  {f.host:{width}}  {kind:11}  {f.task}: {' '.join(f.message.split())}", file=out)
+    if summary.cancelled:
+        print("\ncancelled: nothing more was started.", file=out)
+        for host, task in sorted(summary.interrupted.items()):
+            print(f"  {host}: interrupted in '{task}'", file=out)
+        print("  Re-run the same command: every role converges from wherever it stopped.", file=out)
+
+
+def print_plan(summary: Summary, out: IO[str]) -> None:
+    if not summary.changes:
+        print("\nplan: nothing would change", file=out)
+        return
+    print("\nplan: what would change, per host and role", file=out)
+    for host in sorted(summary.changes):
+        for role, tasks in sorted(summary.changes[host].items()):
+            print(f"  {host:16} {role or '(play)':24} {len(tasks):3} task(s): {', '.join(tasks)}", file=out)

@@ -50,3 +50,15 @@ def tunnel_ssh(converged) -> str:
         " -o UserKnownHostsFile=/var/lib/gpufleet-tunnel/.ssh/known_hosts"
         " -i /var/lib/gpufleet-tunnel/.ssh/id_ed25519 gpufleet-tunnel@10.213.7.21"
     )
+
+
+@pytest.fixture
+def second_gpu_node(converged):
+    """The lab inventory's directory with a second GPU node, gpu2, running; removed afterwards."""
+    inventory = lab.scale_inventory(2)
+    lab.up(inventory)
+    yield inventory.parent
+    lab.podman("rm", "-f", "-t", "2", lab.CONTAINER_PREFIX + "gpu2")
+    lab.up()  # known_hosts back to the lab's own hosts
+    # The next converge on the lab inventory removes gpu2's tunnel and target.
+    assert runner.run_playbook("site.yml", lab.LAB_INVENTORY.parent, quiet=True).ok

@@ -3,21 +3,45 @@
 import json
 from pathlib import Path
 
-from gpufleet.runner import Summary, _failure_from_event
+from gpufleet.runner import Summary, Tracker, _failures_from_event
 
 
 def test_failed_and_unreachable_events():
-    failed = _failure_from_event(
+    [failed] = _failures_from_event(
         {"event": "runner_on_failed", "event_data": {"host": "gpu1", "task": "Install", "res": {"msg": "no package"}}}
     )
-    assert failed is not None and (failed.host, failed.task, failed.message) == ("gpu1", "Install", "no package")
-    dark = _failure_from_event({"event": "runner_on_unreachable", "event_data": {"host": "gpu2", "res": {"msg": "x"}}})
-    assert dark is not None and dark.unreachable
+    assert (failed.host, failed.task, failed.message) == ("gpu1", "Install", "no package")
+    [dark] = _failures_from_event(
+        {"event": "runner_on_unreachable", "event_data": {"host": "gpu2", "res": {"msg": "x"}}}
+    )
+    assert dark.unreachable
+
+
+def test_a_delegated_loop_names_the_host_it_could_not_reach():
+    results = [{"item": "gpu1"}, {"item": "gpu9", "unreachable": True, "msg": "Connection timed out"}]
+    event = {"event": "runner_on_unreachable", "event_data": {"host": "m1", "task": "T", "res": {"results": results}}}
+    [dark] = _failures_from_event(event)
+    assert (dark.host, dark.message, dark.unreachable) == ("gpu9", "Connection timed out", True)
+
+
+def test_an_unreachable_host_is_reported_once():
+    tracker = Tracker()
+    for task in ("Gathering Facts", "Install"):
+        tracker({"event": "runner_on_unreachable", "event_data": {"host": "gpu9", "task": task, "res": {"msg": "x"}}})
+    assert [(f.host, f.task) for f in tracker.failures] == [("gpu9", "Gathering Facts")]
+
+
+def test_changes_are_recorded_per_host_and_role():
+    tracker = Tracker()
+    ok = {"host": "m1", "role": "telemetry_tunnel", "task": "Write unit", "res": {"changed": True}}
+    tracker({"event": "runner_on_ok", "event_data": ok})
+    tracker({"event": "runner_on_ok", "event_data": {**ok, "task": "Read", "res": {"changed": False}}})
+    assert tracker.changes == {"m1": {"telemetry_tunnel": ["Write unit"]}}
 
 
 def test_ignored_failures_and_other_events_are_not_failures():
-    assert _failure_from_event({"event": "runner_on_failed", "event_data": {"ignore_errors": True}}) is None
-    assert _failure_from_event({"event": "runner_on_ok", "event_data": {}}) is None
+    assert _failures_from_event({"event": "runner_on_failed", "event_data": {"ignore_errors": True}}) == []
+    assert _failures_from_event({"event": "runner_on_ok", "event_data": {}}) == []
 
 
 def test_summary_exit_semantics():

@@ -1,0 +1,148 @@
+"""The gpufleet CLI driving real ansible-runner runs on the lab: exit codes, failure
+table, JSON against its schema, cancellation, and the live display in a real terminal."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+from conftest import in_host
+
+from gpufleet import lab, runner
+
+GPUFLEET = [sys.executable, "-m", "gpufleet.cli"]
+SCHEMA = json.loads(runner.SUMMARY_SCHEMA.read_text())
+
+
+def gpufleet(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*GPUFLEET, *args], capture_output=True, text=True, timeout=timeout, cwd=lab.REPO_ROOT)
+
+
+def variant_inventory(tmp_path: Path, hosts: dict[str, dict[str, object]], base: Path | None = None) -> Path:
+    """A lab inventory (by default the lab's own) plus extra or changed GPU-node host entries."""
+    target = tmp_path / "inventory"
+    shutil.copytree(base or lab.LAB_INVENTORY.parent, target)
+    inventory = yaml.safe_load((target / "hosts.yml").read_text())
+    for name, host_vars in hosts.items():
+        entry = inventory["all"]["children"]["gpu_nodes"]["hosts"].setdefault(name, {}) or {}
+        inventory["all"]["children"]["gpu_nodes"]["hosts"][name] = {**entry, **host_vars}
+    (target / "hosts.yml").write_text(yaml.safe_dump(inventory))
+    common = yaml.safe_load((target / "group_vars" / "all.yml").read_text())
+    common["gpufleet_lab_dir"] = str(lab.lab_dir())  # the default is relative to inventories/lab
+    (target / "group_vars" / "all.yml").write_text(yaml.safe_dump(common))
+    return target
+
+
+def summary_of(proc: subprocess.CompletedProcess[str]) -> dict[str, object]:
+    document = json.loads(proc.stdout)
+    jsonschema.validate(document, SCHEMA)
+    return document
+
+
+def test_up_succeeds_and_its_json_matches_the_schema(converged):
+    proc = gpufleet("--json", "up")
+    assert proc.returncode == 0, proc.stderr
+    document = summary_of(proc)
+    assert document["ok"] and document["failures"] == []
+    assert set(document["hosts"]) == {"m1", "gpu1", "localhost"}
+    # The run directory keeps the same document next to ansible-runner's artifacts.
+    run_dir = Path(str(document["run_dir"]))
+    assert json.loads((run_dir / runner.SUMMARY_FILE).read_text()) == document
+    assert any((run_dir / "job_events").iterdir())
+
+
+def test_one_failing_host_is_named_and_the_others_complete(second_gpu_node, tmp_path):
+    inventory = variant_inventory(tmp_path, {"gpu2": {"lab_dcgm_fixture_exporter_gpus": "many"}}, second_gpu_node)
+    proc = gpufleet("--json", "up", "-i", str(inventory))
+    assert proc.returncode == 3, proc.stderr
+    document = summary_of(proc)
+    [failure] = document["failures"]
+    assert failure["host"] == "gpu2" and not failure["unreachable"]
+    assert "lab_dcgm_fixture_exporter_gpus" in failure["message"]
+    assert re.search(r"gpu2\s+FAILED\s+.*lab_dcgm_fixture_exporter_gpus", proc.stderr)
+    # The others went on to the end: gpu1 and m1 with every play, localhost with the cluster roles.
+    for host in ("gpu1", "m1", "localhost"):
+        assert document["hosts"][host].get("failures", 0) == 0 and document["hosts"][host]["ok"] > 5, host
+    assert in_host("m1", "systemctl is-active gpufleet-tunnel@gpu1").stdout.strip() == "active"
+
+
+def test_an_unreachable_host_is_named_the_others_complete_and_a_rerun_cleans_up(converged, tmp_path):
+    inventory = variant_inventory(tmp_path, {"gpu9": {"ansible_host": "10.213.7.99", "ansible_timeout": 3}})
+    proc = gpufleet("--json", "up", "-i", str(inventory))
+    assert proc.returncode == 4, proc.stderr
+    document = summary_of(proc)
+    assert {f["host"] for f in document["failures"]} == {"gpu9"}
+    assert all(f["unreachable"] for f in document["failures"])
+    assert document["hosts"]["m1"].get("dark", 0) == 0 and document["hosts"]["m1"].get("failures", 0) == 0
+    assert in_host("m1", "systemctl is-active gpufleet-tunnel@gpu1").stdout.strip() == "active"
+    # gpu9 leaves the inventory: the next run removes its tunnel and target.
+    assert gpufleet("up").returncode == 0
+    assert in_host("m1", "ls /etc/gpufleet/tunnels").stdout.split() == ["gpu1.env"]
+    assert "gpu9" not in in_host("m1", "cat /etc/prometheus/file_sd/gpufleet-dcgm.yml").stdout
+
+
+def test_ctrl_c_cancels_cleanly_and_a_rerun_converges(converged):
+    proc = subprocess.Popen([*GPUFLEET, "up"], stderr=subprocess.PIPE, text=True, cwd=lab.REPO_ROOT)
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if line.startswith("play: Tunnels"):
+            break
+    time.sleep(1)
+    proc.send_signal(signal.SIGINT)
+    rest = proc.stderr.read()
+    assert proc.wait(timeout=60) == 130, rest
+    assert "canceled" in rest and "Re-run the same command" in rest
+    assert re.search(r"interrupted in '.+'", rest), rest
+    # A re-run converges; nothing was left doubled.
+    again = gpufleet("--json", "up")
+    assert again.returncode == 0, again.stderr
+    assert len(in_host("gpu1", "cat /var/lib/gpufleet-tunnel/.ssh/authorized_keys").stdout.splitlines()) == 1
+    assert in_host("m1", "grep -c targets: /etc/prometheus/file_sd/gpufleet-dcgm.yml").stdout.strip() == "1"
+
+
+PROGRESS = re.compile(r"^(gpu1|m1|localhost) +\d+(/\d+)? tasks  changed \d+ +failed \d+ +\S")
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_live_display_in_a_real_terminal_fits_the_width_and_redraws_in_place(converged):
+    width = 72
+    session = f"gpufleet-test-{os.getpid()}"
+    command = f"cd {lab.REPO_ROOT} && {' '.join(GPUFLEET)} up; echo EXIT=$?; sleep 30"
+    env = {**os.environ, "TERM": "xterm-256color"}
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", str(width), "-y", "40", command], check=True,
+                   env=env)  # fmt: skip
+    frames = []
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:
+            frame = subprocess.run(["tmux", "capture-pane", "-p", "-t", session], capture_output=True, text=True)
+            frames.append(frame.stdout.splitlines())
+            if "EXIT=" in frame.stdout:
+                break
+            time.sleep(0.15)
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], check=False)
+    final = "\n".join(frames[-1])
+    assert "EXIT=0" in final, final
+    live = [frame for frame in frames if any(PROGRESS.match(line) for line in frame)]
+    assert len(live) > 10, "the display was not seen while the run went on"
+    for frame in live:
+        progress = [line for line in frame if PROGRESS.match(line)]
+        # One line per host (redrawn in place, not scrolled), each complete and within the width.
+        hosts = [line.split()[0] for line in progress]
+        assert len(hosts) == len(set(hosts)), frame
+        assert all(len(line) <= width - 1 for line in progress), frame
+        before_summary = frame[: next((i for i, ln in enumerate(frame) if ln.startswith("site.yml:")), len(frame))]
+        stray = [ln for ln in before_summary if ln.strip() and not PROGRESS.match(ln)]
+        assert not stray, f"partial or stray lines in the display: {stray}"
+    assert re.search(r"^m1 +(\d+)/\1 tasks .* done$", final, re.M), final
