@@ -1,0 +1,30 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Keep rendered helm values honest against a chart version's known keys.
+
+A chart silently ignores a key it does not know, so a value renamed between
+chart releases (GPU Operator's cdi.default, for one) just stops working. Each
+role records, per supported chart version, the key paths that version's
+values.yaml accepts; these helpers list what the role renders outside that set.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def value_paths(values: Any, prefix: str = "") -> list[str]:
+    """Dotted paths of the leaves of a values tree (lists and empty maps are leaves)."""
+    if isinstance(values, dict) and values:
+        paths: list[str] = []
+        for key, child in values.items():
+            paths.extend(value_paths(child, f"{prefix}.{key}" if prefix else str(key)))
+        return paths
+    return [prefix] if prefix else []
+
+
+def unknown_keys(values: dict[str, Any], known: list[str]) -> list[str]:
+    """Paths in values that no known key covers. A known key ending in `.*` covers a
+    free-form map below it (labels, a config's data)."""
+    exact = {k for k in known if not k.endswith(".*")}
+    maps = tuple(k[:-1] for k in known if k.endswith(".*"))
+    return sorted(p for p in value_paths(values) if p not in exact and not p.startswith(maps))
