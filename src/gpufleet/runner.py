@@ -117,7 +117,7 @@ def _new_private_dir(check: bool) -> Path:
     return private
 
 
-def _envvars() -> dict[str, str]:
+def ansible_env() -> dict[str, str]:
     return {
         "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"),
         # ansible-playbook from the same environment as this CLI, even when it is not activated.
@@ -134,7 +134,7 @@ def planned_tasks(playbook: str, inventory: Path, limit: str | None = None, tags
     result = ansible_runner.run(
         private_data_dir=str(private), project_dir=str(REPO_ROOT), playbook=str(REPO_ROOT / playbook),
         inventory=str(inventory.resolve()), ident="list", limit=limit, cmdline=cmdline, quiet=True,
-        envvars=_envvars(),
+        envvars=ansible_env(),
     )  # fmt: skip
     totals: dict[str, int] = {}
     if result.rc != 0:
@@ -189,7 +189,7 @@ def run_playbook(
         event_handler=handle,
         cancel_callback=cancel,
         quiet=quiet,
-        envvars=_envvars(),
+        envvars=ansible_env(),
     )
     stats = result.stats or {}
     hosts: dict[str, dict[str, int]] = {}
