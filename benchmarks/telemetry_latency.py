@@ -38,11 +38,11 @@ def sample_count() -> int:
 def main() -> None:
     lab.up()
     assert runner.run_playbook("site.yml", lab.LAB_INVENTORY.parent, quiet=True).ok
-    # Reset: no tunnel, no targets, empty TSDB, so the next converge starts from nothing.
+    # Reset: no tunnel, no discovered targets, empty TSDB, so the next converge starts from nothing.
     in_host(
         "m1",
         "systemctl stop gpufleet-tunnel@gpu1 prometheus && rm -rf /var/lib/prometheus/metrics2/*"
-        " /etc/prometheus/file_sd/gpufleet-dcgm.yml && systemctl start prometheus",
+        " /etc/prometheus/kubernetes/*.json && systemctl start prometheus",
     )
     summary = runner.run_playbook("site.yml", lab.LAB_INVENTORY.parent, quiet=True)
     converged = time.monotonic()

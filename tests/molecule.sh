@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run every role's molecule scenario (or the roles named as arguments) with the
+# Run every scenario of every role (or of the roles named as arguments) with the
 # shared config in molecule/config.yml, on the lab base image.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -8,12 +8,17 @@ export CONTAINERS_CONF=${CONTAINERS_CONF:-$repo/.lab/containers.conf}
 export ANSIBLE_FORCE_COLOR=0 PY_COLORS=0
 roles=("$@")
 if [ ${#roles[@]} -eq 0 ]; then
-  for scenario in "$repo"/roles/*/molecule/default/molecule.yml; do
-    roles+=("$(basename "$(dirname "$(dirname "$(dirname "$scenario")")")")")
+  for role in "$repo"/roles/*/molecule; do
+    roles+=("$(basename "$(dirname "$role")")")
   done
 fi
+count=0
 for role in "${roles[@]}"; do
-  echo "=== molecule: $role"
-  (cd "$repo/roles/$role" && molecule -c "$repo/molecule/config.yml" test)
+  for scenario in "$repo/roles/$role"/molecule/*/molecule.yml; do
+    name=$(basename "$(dirname "$scenario")")
+    echo "=== molecule: $role ($name)"
+    (cd "$repo/roles/$role" && molecule -c "$repo/molecule/config.yml" test -s "$name")
+    count=$((count + 1))
+  done
 done
-echo "molecule: ${#roles[@]} scenario(s) passed"
+echo "molecule: $count scenario(s) passed"

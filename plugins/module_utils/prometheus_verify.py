@@ -65,6 +65,13 @@ class Report:
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @property
+    def summary(self) -> str:
+        ok = [m.metric for m in self.metrics if m.status == "ok"]
+        unsupported = [m.metric for m in self.metrics if m.status == "unsupported"]
+        text = f"{len(ok)} metric(s) ok from {len(self.targets)} target(s) of job {self.job}"
+        return text + (f"; not supported by the GPU: {', '.join(unsupported)}" if unsupported else "")
+
 
 class PrometheusError(RuntimeError):
     pass

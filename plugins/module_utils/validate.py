@@ -36,6 +36,15 @@ def ip_address(value: object) -> bool:
     return True
 
 
+def ip_network(value: object) -> bool:
+    """A network in CIDR notation with no host bits set, e.g. 10.213.240.0/24."""
+    try:
+        ipaddress.ip_network(str(value), strict=True)
+    except ValueError:
+        return False
+    return "/" in str(value)
+
+
 def duration(value: object) -> bool:
     """A Prometheus duration such as 30s, 15d or 1h30m."""
     return isinstance(value, str) and bool(_DURATION.match(value))

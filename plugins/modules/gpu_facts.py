@@ -49,6 +49,10 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+msg:
+  description: "One line: GPU count and model, driver and CUDA versions."
+  returned: success
+  type: str
 ansible_facts:
   description: Facts under the key C(gpu).
   returned: success
@@ -96,7 +100,9 @@ def main() -> None:
             msg=f"driver {facts['driver_version']} is older than branch {module.params['min_driver_major']}: "
             "upgrade the driver (nvidia_driver_branch) before deploying what needs it"
         )
-    module.exit_json(changed=False, ansible_facts={"gpu": facts})
+    models = ", ".join(sorted({g["name"] for g in facts["gpus"]}))
+    summary = f"{facts['gpu_count']} x {models}, driver {facts['driver_version']}, CUDA {facts['cuda_version']}"
+    module.exit_json(changed=False, ansible_facts={"gpu": facts}, msg=summary)
 
 
 if __name__ == "__main__":

@@ -61,6 +61,10 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+msg:
+  description: One line naming the checks that passed.
+  returned: success
+  type: str
 checks:
   description: One entry per check with name, ok, detail and seconds.
   returned: always
@@ -93,7 +97,9 @@ def main() -> None:
     result = dict(changed=False, **report.as_dict())
     if not report.ok:
         module.fail_json(msg=f"{p['kind']} endpoint {p['url']}: " + "; ".join(report.failures), **result)
-    module.exit_json(**result)
+    module.exit_json(
+        msg=f"{p['kind']} endpoint {p['url']}: " + ", ".join(c.name for c in report.checks) + " ok", **result
+    )
 
 
 if __name__ == "__main__":

@@ -101,6 +101,10 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+msg:
+  description: "One line: how many metrics are ok, from how many targets, and which the GPU does not support."
+  returned: success
+  type: str
 ok:
   description: Whether every required expectation held.
   returned: always
@@ -181,8 +185,9 @@ def main() -> None:
         max_age_s=module.params["max_sample_age"],
         timeout_s=module.params["timeout"],
     )
-    result = dict(changed=False, **report.as_dict())
+    result = dict(changed=False, msg=report.summary, **report.as_dict())
     if not report.ok:
+        del result["msg"]
         module.fail_json(
             msg=f"Prometheus at {module.params['url']}, job {module.params['job']}: " + "; ".join(report.failures),
             **result,

@@ -13,6 +13,7 @@ class TestModule:
         return {
             "image_reference": validate.image_reference,
             "ip_address": validate.ip_address,
+            "ip_network": validate.ip_network,
             "duration": validate.duration,
             "k8s_quantity": validate.k8s_quantity,
             "byte_size": validate.byte_size,

@@ -87,7 +87,9 @@ class CancelOnInterrupt:
         print("\ngpufleet: cancelling (Ctrl-C again to abort at once)", file=sys.stderr)
 
 
-def _run_playbook(args: argparse.Namespace, playbook: str, check: bool = False, plan: bool = False) -> int:
+def _run_playbook(
+    args: argparse.Namespace, playbook: str, check: bool = False, plan: bool = False, checks: bool = False
+) -> int:
     inventory = Path(args.inventory)
     if not inventory.exists():
         print(f"gpufleet: inventory {inventory} does not exist", file=sys.stderr)
@@ -106,6 +108,8 @@ def _run_playbook(args: argparse.Namespace, playbook: str, check: bool = False, 
     runner.print_summary(summary, sys.stderr)
     if plan:
         runner.print_plan(summary, sys.stderr)
+    if checks:
+        runner.print_checks(summary, sys.stderr)
     if summary.cancelled:
         return EXIT_CANCELLED
     if summary.unreachable:
@@ -122,7 +126,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    return _run_playbook(args, "playbooks/verify.yml")
+    return _run_playbook(args, "playbooks/verify.yml", checks=True)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -134,8 +138,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
         model = "calibration"
         print("gpufleet bench: target is the CALIBRATION SERVER, a scripted stand-in for vLLM (TTFT 100 ms,"
               " ITL 20 ms): the figures measure the client and the method, not a GPU", file=sys.stderr)  # fmt: skip
-    elif not url or not model:
-        print("gpufleet bench: give --url and --model, or --calibration", file=sys.stderr)
+    elif not (url and model) and args.inventory:
+        target = runner.bench_target(Path(args.inventory))
+        if target is None:
+            print(f"gpufleet bench: {args.inventory} lists no OpenAI endpoint in gpufleet_inference_endpoints",
+                  file=sys.stderr)  # fmt: skip
+            return EXIT_USAGE
+        url, model = url or target[0], model or target[1]
+    if not url or not model:
+        print("gpufleet bench: give --url and --model, -i INVENTORY, or --calibration", file=sys.stderr)
         return EXIT_USAGE
     cfg = llm_bench.BenchConfig(
         base_url=url, model=model, api=args.api, levels=levels, warmup_s=args.warmup, duration_s=args.duration,
@@ -195,6 +206,7 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--check", action="store_true", help="dry run: report what would change")
         p.set_defaults(func=func)
     p_bench = sub.add_parser("bench", help="benchmark an OpenAI-compatible endpoint over a concurrency ladder")
+    p_bench.add_argument("-i", "--inventory", help="take the endpoint from gpufleet_inference_endpoints")
     p_bench.add_argument("--url")
     p_bench.add_argument("--model")
     p_bench.add_argument("--calibration", action="store_true", help="against a local calibration server (stand-in)")

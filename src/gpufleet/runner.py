@@ -17,6 +17,7 @@ import ansible_runner
 from gpufleet.lab import REPO_ROOT
 
 RUNS_DIR = REPO_ROOT / "runs"
+CHECK_PREFIX = "Check: "
 SUMMARY_FILE = "summary.json"
 SUMMARY_SCHEMA = Path(__file__).parent / "run-summary.schema.json"
 
@@ -29,6 +30,16 @@ class Failure:
     task: str
     message: str
     unreachable: bool = False
+
+
+@dataclass
+class CheckRow:
+    """A row of the verification table: a task named "Check: ..." on one host."""
+
+    host: str
+    check: str
+    status: str  # passed | failed | skipped
+    detail: str
 
 
 @dataclass
@@ -45,6 +56,7 @@ class Summary:
     changes: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     # host -> the task it was running when the run was cancelled
     interrupted: dict[str, str] = field(default_factory=dict)
+    checks: list[CheckRow] = field(default_factory=list)
 
     @property
     def unreachable(self) -> bool:
@@ -87,6 +99,7 @@ class Tracker:
         self.failures: list[Failure] = []
         self.changes: dict[str, dict[str, list[str]]] = {}
         self.running: dict[str, str] = {}  # host -> task started and not finished
+        self.checks: list[CheckRow] = []
 
     def __call__(self, event: Event) -> None:
         kind = event.get("event", "")
@@ -98,10 +111,25 @@ class Tracker:
             self.running.pop(host, None)
             if kind == "runner_on_ok" and data.get("res", {}).get("changed"):
                 self.changes.setdefault(host, {}).setdefault(data.get("role", ""), []).append(task)
+            if task.startswith(CHECK_PREFIX) and kind != "runner_on_unreachable":
+                self._check(kind, host, task, data.get("res", {}))
         for failure in _failures_from_event(event):
             # One line per unreachable host is enough: later tasks fail for the same reason.
             if not (failure.unreachable and any(f.unreachable and f.host == failure.host for f in self.failures)):
                 self.failures.append(failure)
+
+    def _check(self, kind: str, host: str, task: str, result: dict[str, Any]) -> None:
+        name = task.removeprefix(CHECK_PREFIX)
+        if kind == "runner_on_skipped":
+            self.checks.append(CheckRow(host, name, "skipped", str(result.get("skip_reason", "condition false"))))
+            return
+        # A looped check has one row per item.
+        for item in result.get("results") or [result]:
+            label = item.get("_ansible_item_label")
+            row = f"{name.split('{{')[0].strip()} {label}" if label is not None else name
+            status = "skipped" if item.get("skipped") else "failed" if item.get("failed") else "passed"
+            detail = " ".join(_message(item).split()) if item.get("msg") else ""
+            self.checks.append(CheckRow(host, row, status, detail))
 
 
 def _new_private_dir(check: bool) -> Path:
@@ -123,6 +151,28 @@ def ansible_env() -> dict[str, str]:
         # ansible-playbook from the same environment as this CLI, even when it is not activated.
         "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
     }
+
+
+def inventory_vars(inventory: Path, host: str = "localhost") -> dict[str, Any]:
+    """A host's variables as a play would see them (group_vars, host_vars; templates left unrendered)."""
+    from ansible.inventory.manager import InventoryManager
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.vars.manager import VariableManager
+
+    loader = DataLoader()
+    manager = InventoryManager(loader=loader, sources=[str(inventory)])
+    found = manager.get_host(host)
+    if found is None:
+        return {}
+    return dict(VariableManager(loader=loader, inventory=manager).get_vars(host=found, include_hostvars=False))
+
+
+def bench_target(inventory: Path) -> tuple[str, str] | None:
+    """The endpoint to benchmark, from the inventory: the first OpenAI-style gpufleet_inference_endpoints entry."""
+    for endpoint in inventory_vars(inventory).get("gpufleet_inference_endpoints") or []:
+        if endpoint.get("kind", "openai") == "openai":
+            return str(endpoint["url"]), str(endpoint["model"])
+    return None
 
 
 def planned_tasks(playbook: str, inventory: Path, limit: str | None = None, tags: str | None = None) -> dict[str, int]:
@@ -200,6 +250,7 @@ def run_playbook(
     summary = Summary(
         playbook, result.status, result.rc, str(run_dir), round(time.monotonic() - started, 1), check,
         hosts, tracker.failures, tracker.changes, tracker.running if result.status == "canceled" else {},
+        tracker.checks,
     )  # fmt: skip
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / SUMMARY_FILE).write_text(json.dumps(summary.as_dict(), indent=2) + "\n")
@@ -226,6 +277,18 @@ def print_summary(summary: Summary, out: IO[str]) -> None:
         for host, task in sorted(summary.interrupted.items()):
             print(f"  {host}: interrupted in '{task}'", file=out)
         print("  Re-run the same command: every role converges from wherever it stopped.", file=out)
+
+
+def print_checks(summary: Summary, out: IO[str]) -> None:
+    if not summary.checks:
+        print("\nverify: no check ran", file=out)
+        return
+    passed = sum(c.status == "passed" for c in summary.checks)
+    failed = sum(c.status == "failed" for c in summary.checks)
+    print(f"\nverify: {passed} passed, {failed} failed", file=out)
+    width = max(len(c.check) for c in summary.checks)
+    for c in summary.checks:
+        print(f"  {c.status.upper():7}  {c.host:10}  {c.check:{width}}  {c.detail}", file=out)
 
 
 def print_plan(summary: Summary, out: IO[str]) -> None:

@@ -43,6 +43,15 @@ def variant_inventory(tmp_path: Path, hosts: dict[str, dict[str, object]], base:
     return target
 
 
+def discovered_targets() -> list[dict[str, object]]:
+    """The telemetry endpoints the lab Prometheus discovered in the main cluster."""
+    return json.loads(in_host("m1", "cat /etc/prometheus/kubernetes/gpu-telemetry.json").stdout)
+
+
+def node_of(target: dict[str, object]) -> object:
+    return target["labels"]["__meta_kubernetes_service_label_gpufleet_io_gpu_node"]  # type: ignore[index]
+
+
 def summary_of(proc: subprocess.CompletedProcess[str]) -> dict[str, object]:
     document = json.loads(proc.stdout)
     jsonschema.validate(document, SCHEMA)
@@ -88,7 +97,7 @@ def test_an_unreachable_host_is_named_the_others_complete_and_a_rerun_cleans_up(
     # gpu9 leaves the inventory: the next run removes its tunnel and target.
     assert gpufleet("up").returncode == 0
     assert in_host("m1", "ls /etc/gpufleet/tunnels").stdout.split() == ["gpu1.env"]
-    assert "gpu9" not in in_host("m1", "cat /etc/prometheus/file_sd/gpufleet-dcgm.yml").stdout
+    assert [node_of(t) for t in discovered_targets()] == ["gpu1"]
 
 
 def test_ctrl_c_cancels_cleanly_and_a_rerun_converges(converged):
@@ -107,7 +116,7 @@ def test_ctrl_c_cancels_cleanly_and_a_rerun_converges(converged):
     again = gpufleet("--json", "up")
     assert again.returncode == 0, again.stderr
     assert len(in_host("gpu1", "cat /var/lib/gpufleet-tunnel/.ssh/authorized_keys").stdout.splitlines()) == 1
-    assert in_host("m1", "grep -c targets: /etc/prometheus/file_sd/gpufleet-dcgm.yml").stdout.strip() == "1"
+    assert [node_of(t) for t in discovered_targets()] == ["gpu1"]
 
 
 PROGRESS = re.compile(r"^(gpu1|m1|localhost) +\d+(/\d+)? tasks  changed \d+ +failed \d+ +\S")
@@ -146,3 +155,21 @@ def test_live_display_in_a_real_terminal_fits_the_width_and_redraws_in_place(con
         stray = [ln for ln in before_summary if ln.strip() and not PROGRESS.match(ln)]
         assert not stray, f"partial or stray lines in the display: {stray}"
     assert re.search(r"^m1 +(\d+)/\1 tasks .* done$", final, re.M), final
+
+
+def test_verify_prints_a_pass_fail_table(converged, tmp_path):
+    inventory = variant_inventory(tmp_path, {})
+    extra = {"gpufleet_inference_endpoints": [{"name": "nothing-listens", "url": "http://127.0.0.1:9", "model": "m"}]}
+    (inventory / "group_vars" / "all.yml").write_text(
+        yaml.safe_dump({**yaml.safe_load((inventory / "group_vars" / "all.yml").read_text()), **extra})
+    )
+    proc = gpufleet("--json", "verify", "-i", str(inventory))
+    assert proc.returncode == 3, proc.stderr
+    rows = {(c["host"], c["check"]): c for c in summary_of(proc)["checks"]}
+    dcgm = rows[("localhost", "DCGM metrics of every GPU node in Prometheus")]
+    assert dcgm["status"] == "passed" and "metric(s) ok" in dcgm["detail"]
+    assert rows[("localhost", "inference endpoint nothing-listens")]["status"] == "failed"
+    # The lab's GPU node has no GPU: the driver check is skipped, not failed.
+    assert rows[("gpu1", "GPU driver and devices (driver new enough for DCGM 3.5)")]["status"] == "skipped"
+    assert re.search(r"verify: 1 passed, 1 failed", proc.stderr)
+    assert re.search(r"FAILED\s+localhost\s+inference endpoint nothing-listens", proc.stderr)

@@ -1,4 +1,5 @@
-"""GPU metrics travel gpu1 -> SSH tunnel -> m1 -> Prometheus, and the path heals."""
+"""GPU metrics travel gpu1 -> SSH tunnel -> m1 -> Prometheus (through the ServiceMonitor
+the tunnel role publishes in the main cluster), and the path heals."""
 
 import time
 
@@ -6,11 +7,17 @@ import pytest
 from ansible_collections.gpufleet.platform.plugins.module_utils import prometheus_verify as pv
 from conftest import PROMETHEUS, in_host, wait_for_tunnel
 
+from gpufleet import lab, runner
+
+SCRAPE_POOL = "serviceMonitor/gpu-telemetry/dcgm-gpu1/0"
+
 
 def test_dcgm_metrics_arrive_with_node_labels(converged):
     report = pv.verify(PROMETHEUS, "gpufleet-dcgm", pv.dcgm_profile(), ["gpu1"], timeout_s=60)
     assert report.ok, report.failures
     assert [t.instance for t in report.targets] == ["gpu1"] and report.targets[0].health == "up"
+    # Scraped through the job the ServiceMonitor generates, with the operator's target labels.
+    assert report.targets[0].scrape_url.startswith("http://10.213.7.11:19401/")
     status = {m.metric: m.status for m in report.metrics}
     assert status["DCGM_FI_DEV_GPU_UTIL"] == "ok"
     assert status["DCGM_FI_DEV_VGPU_LICENSE_STATUS"] == "unsupported"  # the fixture's blank sentinel
@@ -93,3 +100,47 @@ def test_benchmark_gpu_correlation_reads_the_dcgm_series(converged):
     assert 3000 <= level.gpu["energy_j"] <= 9000
     assert level.gpu["tokens_per_joule"] == pytest.approx(2000 / level.gpu["energy_j"])
     assert any("shorter than the exporter interval" in w for w in level.warnings)
+
+
+def scrape_pools() -> set[str]:
+    import json
+    import urllib.request
+
+    with urllib.request.urlopen(f"{PROMETHEUS}/api/v1/targets", timeout=5) as response:
+        return {t["scrapePool"] for t in json.loads(response.read())["data"]["activeTargets"]}
+
+
+def test_a_service_monitor_prometheus_does_not_select_gives_no_target(converged):
+    """The classic silent failure: the ServiceMonitor lacks the release label Prometheus selects on."""
+    from kubernetes import client, config
+
+    api = client.CustomObjectsApi(config.new_client_from_config(str(lab.lab_dir() / "k8s" / "admin.kubeconfig")))
+    args = ("monitoring.coreos.com", "v1", "gpu-telemetry", "servicemonitors", "dcgm-gpu1")
+    assert SCRAPE_POOL in scrape_pools()
+    api.patch_namespaced_custom_object(*args, {"metadata": {"labels": {"release": "kube-prometheus-stack"}}})
+    try:
+        assert runner.run_playbook("playbooks/lab_prometheus.yml", lab.LAB_INVENTORY.parent, quiet=True).ok
+        deadline = time.monotonic() + 20
+        while SCRAPE_POOL in scrape_pools() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert SCRAPE_POOL not in scrape_pools()
+    finally:
+        # The next converge puts the label back (the role owns it) and the target returns.
+        assert runner.run_playbook("site.yml", lab.LAB_INVENTORY.parent, quiet=True).ok
+    report = pv.verify(PROMETHEUS, "gpufleet-dcgm", pv.dcgm_profile(), ["gpu1"], timeout_s=60)
+    assert report.ok, report.failures
+
+
+def test_gpu_node_stop_and_start(converged):
+    """gpu1 goes away entirely (its container stops) and comes back: the tunnel heals by itself."""
+    lab.podman("stop", "-t", "5", lab.CONTAINER_PREFIX + "gpu1")
+    try:
+        report = pv.verify(PROMETHEUS, "gpufleet-dcgm", pv.dcgm_profile(), ["gpu1"], max_age_s=1, timeout_s=20)
+        assert not report.ok and any("down" in f for f in report.failures), report.failures
+    finally:
+        lab.podman("start", lab.CONTAINER_PREFIX + "gpu1")
+    started = time.monotonic()
+    wait_for_tunnel(timeout=60)
+    print(f"tunnel back {time.monotonic() - started:.1f}s after gpu1 started")
+    report = pv.verify(PROMETHEUS, "gpufleet-dcgm", pv.dcgm_profile(), ["gpu1"], max_age_s=15, timeout_s=60)
+    assert report.ok, report.failures

@@ -66,3 +66,39 @@ def test_a_check_run_does_not_leak_into_the_next_run(tmp_path, monkeypatch):
 
     assert "--check" in command(checked)
     assert "--check" not in command(plain)
+
+
+def test_check_tasks_become_rows_of_the_verify_table():
+    tracker = Tracker()
+    ok = {"host": "localhost", "task": "Check: DCGM metrics", "res": {"msg": "19 metric(s) ok"}}
+    tracker({"event": "runner_on_ok", "event_data": ok})
+    tracker({"event": "runner_on_skipped", "event_data": {"host": "gpu1", "task": "Check: GPU driver", "res": {}}})
+    items = [
+        {"_ansible_item_label": "vllm", "msg": "openai endpoint: health, models, completion ok"},
+        {"_ansible_item_label": "triton", "failed": True, "msg": "kserve_v2 endpoint: ready: 503"},
+    ]
+    looped = {"host": "localhost", "task": "Check: inference endpoint {{ item.name }}", "res": {"results": items}}
+    tracker({"event": "runner_on_failed", "event_data": looped})
+    rows = [(c.host, c.check, c.status) for c in tracker.checks]
+    assert rows == [
+        ("localhost", "DCGM metrics", "passed"),
+        ("gpu1", "GPU driver", "skipped"),
+        ("localhost", "inference endpoint vllm", "passed"),
+        ("localhost", "inference endpoint triton", "failed"),
+    ]
+    assert tracker.checks[-1].detail == "kserve_v2 endpoint: ready: 503"
+
+
+def test_the_bench_target_comes_from_the_inventory(tmp_path):
+    from gpufleet.runner import bench_target
+
+    (tmp_path / "group_vars").mkdir()
+    (tmp_path / "hosts.yml").write_text("all:\n  hosts:\n    localhost:\n")
+    (tmp_path / "group_vars" / "all.yml").write_text(
+        "gpufleet_inference_endpoints:\n"
+        "  - {name: triton, url: 'http://t:8000', model: resnet, kind: kserve_v2}\n"
+        "  - {name: vllm, url: 'http://v:8000', model: opt}\n"
+    )
+    assert bench_target(tmp_path) == ("http://v:8000", "opt")
+    (tmp_path / "group_vars" / "all.yml").write_text("other: 1\n")
+    assert bench_target(tmp_path) is None

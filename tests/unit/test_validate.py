@@ -27,6 +27,8 @@ def test_unpinned_or_malformed_image_references(ref):
 def test_formats():
     assert validate.ip_address("10.213.7.11") and validate.ip_address("::1")
     assert not validate.ip_address("10.0.0.999") and not validate.ip_address("m1")
+    assert validate.ip_network("10.213.240.0/24") and not validate.ip_network("10.213.240.1/24")
+    assert not validate.ip_network("10.213.240.0/33") and not validate.ip_network("10.213.240.0")
     assert validate.duration("30s") and validate.duration("1h30m") and validate.duration("15d")
     assert not validate.duration("30") and not validate.duration("fast") and not validate.duration("")
     assert validate.k8s_quantity("4Gi") and validate.k8s_quantity("500m") and not validate.k8s_quantity("4GB")

@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""Benchmark: site.yml's node-level plays on 1, 8 and 32 lab GPU nodes.
+
+Per host count it prints: first-converge and no-op re-run wall time, task executions
+per host on the no-op re-run (by role), the peak memory of the controller's Ansible
+processes (sum of PSS, so forked workers' shared pages count once), and the wall time
+of a floor playbook that runs the same number of ansible.builtin.ping tasks on the same
+hosts. On this 2-core machine the lab hosts share the cores with the controller: read
+the ratios, not the absolute times.
+
+Usage: benchmarks/scale.py [HOSTS ...]   (default 1 8 32; the lab is resized, then put back)
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gpufleet import lab, runner
+
+NODE_PLAYS = "all:!localhost"  # site.yml without the plays that talk to cluster APIs
+
+
+class PeakMemory:
+    """Samples the summed PSS of this process's descendants (ansible-playbook and its forks)."""
+
+    def __init__(self, interval: float = 0.2) -> None:
+        self.interval, self.peak_kib, self._stop = interval, 0, threading.Event()
+
+    def __enter__(self) -> PeakMemory:
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.peak_kib = max(self.peak_kib, sum(_pss_kib(pid) for pid in _descendants(os.getpid())))
+
+
+def _descendants(root: int) -> list[int]:
+    children: dict[int, list[int]] = collections.defaultdict(list)
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children[ppid].append(int(entry.name))
+    found, stack = [], [root]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
+def _pss_kib(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def timed_run(playbook: str, inventory: Path, per_role: collections.Counter[tuple[str, str]] | None = None):
+    def on_event(event: dict[str, Any]) -> None:
+        data = event.get("event_data", {})
+        if per_role is not None and event.get("event") in ("runner_on_ok", "runner_on_skipped", "runner_on_failed"):
+            per_role[(data.get("host", "?"), data.get("role") or "(play)")] += 1
+
+    with PeakMemory() as memory:
+        summary = runner.run_playbook(playbook, inventory, limit=NODE_PLAYS, quiet=True, on_event=on_event)
+    problems = [f"{f.host}: {f.task}: {f.message}" for f in summary.failures]
+    return summary.seconds, memory.peak_kib / 1024, problems
+
+
+def floor_playbook(tasks_per_host: dict[str, int], path: Path) -> Path:
+    """One play per distinct task count, each host running that many pings."""
+    by_count: dict[int, list[str]] = collections.defaultdict(list)
+    for host, count in tasks_per_host.items():
+        by_count[count].append(host)
+    plays = [
+        {"name": f"{count} pings", "hosts": ":".join(sorted(hosts)), "gather_facts": False,
+         "tasks": [{"name": f"ping {i}", "ansible.builtin.ping": {}} for i in range(count)]}
+        for count, hosts in sorted(by_count.items())
+    ]  # fmt: skip
+    path.write_text(yaml.safe_dump(plays, sort_keys=False))
+    return path
+
+
+def measure(gpu_nodes: int) -> dict[str, Any]:
+    inventory = lab.scale_inventory(gpu_nodes)
+    started = time.monotonic()
+    lab.up(inventory)
+    lab_up_s = time.monotonic() - started
+    first_s, first_mib, first_problems = timed_run("site.yml", inventory.parent)
+    per_role: collections.Counter[tuple[str, str]] = collections.Counter()
+    noop_s, noop_mib, noop_problems = timed_run("site.yml", inventory.parent, per_role)
+    tasks_per_host: dict[str, int] = collections.Counter()
+    for (host, _role), count in per_role.items():
+        tasks_per_host[host] += count
+    floor = floor_playbook(tasks_per_host, lab.lab_dir() / f"scale-floor-{gpu_nodes}.yml")
+    # The floor playbook lives outside the repo: run it by absolute path.
+    floor_s, floor_mib, floor_problems = timed_run(str(floor), inventory.parent)
+    roles_gpu1 = {role: n for (host, role), n in sorted(per_role.items()) if host == "gpu1"}
+    roles_m1 = {role: n for (host, role), n in sorted(per_role.items()) if host == "m1"}
+    return {
+        "gpu_nodes": gpu_nodes, "lab_up_s": round(lab_up_s, 1),
+        "first_converge_s": first_s, "noop_rerun_s": noop_s, "ping_floor_s": floor_s,
+        "noop_over_floor": round(noop_s / floor_s, 2),
+        "tasks_per_host_noop": {"gpu1": roles_gpu1, "m1": roles_m1},
+        "peak_controller_mib": round(max(first_mib, noop_mib, floor_mib)),
+        "problems": first_problems + noop_problems + floor_problems,
+    }  # fmt: skip
+
+
+def main() -> int:
+    counts = [int(a) for a in sys.argv[1:]] or [1, 8, 32]
+    results = []
+    try:
+        for n in counts:
+            print(f"--- {n} GPU node(s)", file=sys.stderr, flush=True)
+            results.append(measure(n))
+            print(json.dumps(results[-1]), file=sys.stderr, flush=True)
+    finally:
+        # Back to the lab's own shape: m1 and gpu1, and a converge that drops the extra tunnels.
+        extra = [name for name in lab.running_hosts() if name not in {h.container for h in lab.load_hosts()}]
+        if extra:
+            lab.podman("rm", "-f", "-t", "2", *extra)
+        lab.up()
+        runner.run_playbook("site.yml", lab.LAB_INVENTORY.parent, quiet=True)
+    print(f"{'nodes':>5} {'first s':>8} {'no-op s':>8} {'floor s':>8} {'no-op/floor':>11} {'peak MiB':>9}  problems")
+    for r in results:
+        print(f"{r['gpu_nodes']:5} {r['first_converge_s']:8.1f} {r['noop_rerun_s']:8.1f} {r['ping_floor_s']:8.1f}"
+              f" {r['noop_over_floor']:11.2f} {r['peak_controller_mib']:9}  {len(r['problems'])}")  # fmt: skip
+    print(json.dumps(results, indent=2))
+    return 0 if all(not r["problems"] for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,37 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Filters that turn ServiceMonitors into Prometheus scrape configs (the lab's operator stand-in)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.gpufleet.platform.plugins.module_utils.servicemonitor import (
+    UnsupportedServiceMonitor,
+    endpoints_targets,
+    scrape_configs,
+    selects,
+)
+
+
+def servicemonitor_scrape_configs(
+    service_monitors: list[dict[str, Any]], targets_dir: str, selector: dict[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """The scrape configs of the ServiceMonitors a Prometheus with this serviceMonitorSelector picks."""
+    chosen = [sm for sm in service_monitors if selects(sm, selector or {})]
+    try:
+        return scrape_configs(chosen, targets_dir)
+    except UnsupportedServiceMonitor as exc:
+        raise AnsibleFilterError(str(exc)) from exc
+
+
+def kubernetes_endpoints_targets(endpoints: list[dict[str, Any]], services: list[dict[str, Any]]) -> dict[str, Any]:
+    return endpoints_targets(endpoints, services)
+
+
+class FilterModule:
+    def filters(self) -> dict[str, Any]:
+        return {
+            "servicemonitor_scrape_configs": servicemonitor_scrape_configs,
+            "kubernetes_endpoints_targets": kubernetes_endpoints_targets,
+        }

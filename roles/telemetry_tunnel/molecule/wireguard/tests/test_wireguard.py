@@ -1,0 +1,54 @@
+"""The WireGuard transport carries the exporter, and the link lets nothing else through."""
+
+import pytest
+import yaml
+
+testinfra_hosts = ["ansible://wg-main"]
+
+NODE_WG = "10.213.240.2"  # GPU node 1 in the default network; the tunnel host is .1
+
+
+def fetch(host, url):
+    return host.run(
+        f"python3 -c \"import urllib.request; print(urllib.request.urlopen('{url}', timeout=5).read().decode())\""
+    )
+
+
+@pytest.fixture
+def bind(host):
+    return host.check_output("hostname -I").split()[0]
+
+
+def test_link_is_up_with_a_handshake(host):
+    assert host.service("wg-quick@gpufleet-wg").is_running
+    handshakes = host.check_output("wg show gpufleet-wg latest-handshakes").split()
+    assert len(handshakes) == 2 and int(handshakes[1]) > 0
+
+
+def test_exporter_reachable_through_the_forward(host, bind):
+    assert host.service("gpufleet-wg-forward@wg-gpu").is_running
+    body = fetch(host, f"http://{bind}:19401/metrics")
+    assert body.rc == 0, body.stderr
+    assert 'Hostname="wg-gpu"' in body.stdout and "DCGM_FI_DEV_GPU_UTIL" in body.stdout
+
+
+def test_the_link_lets_only_the_exporter_port_through(host):
+    # sshd listens on every address of the GPU node, the WireGuard one included:
+    # the node's firewall drops it on the link.
+    probe = host.run(f"timeout 5 bash -c 'echo > /dev/tcp/{NODE_WG}/22'")
+    assert probe.rc != 0
+    assert host.run(f"timeout 5 bash -c 'echo > /dev/tcp/{NODE_WG}/9400'").rc == 0
+
+
+def test_private_keys_stay_on_their_hosts(host):
+    key = host.file("/etc/wireguard/gpufleet.key")
+    assert key.mode == 0o600 and key.user == "root"
+    config = host.file("/etc/wireguard/gpufleet-wg.conf").content_string
+    assert "PrivateKey" not in config and key.content_string.strip() not in config
+
+
+def test_prometheus_targets_are_the_same_as_with_ssh(host, bind):
+    targets = yaml.safe_load(host.file("/etc/gpufleet/dcgm-targets.yml").content_string)
+    assert targets == [
+        {"targets": [f"{bind}:19401"], "labels": {"instance": "wg-gpu", "gpufleet_transport": "wireguard"}}
+    ]
