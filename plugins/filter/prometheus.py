@@ -15,18 +15,29 @@ from ansible_collections.gpufleet.platform.plugins.module_utils.servicemonitor i
 
 
 def servicemonitor_scrape_configs(
-    service_monitors: list[dict[str, Any]], targets_dir: str, selector: dict[str, str] | None = None
+    service_monitors: list[dict[str, Any]],
+    targets_dir: str,
+    selector: dict[str, str] | None = None,
+    namespaces: list[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """The scrape configs of the ServiceMonitors a Prometheus with this serviceMonitorSelector picks."""
-    chosen = [sm for sm in service_monitors if selects(sm, selector or {})]
+    """The scrape configs of the ServiceMonitors a Prometheus picks with this serviceMonitorSelector
+    and (when given) serviceMonitorNamespaceSelector's namespaces."""
+    chosen = [
+        sm for sm in service_monitors
+        if selects(sm, selector or {}) and (not namespaces or sm["metadata"]["namespace"] in namespaces)
+    ]  # fmt: skip
     try:
         return scrape_configs(chosen, targets_dir)
     except UnsupportedServiceMonitor as exc:
         raise AnsibleFilterError(str(exc)) from exc
 
 
-def kubernetes_endpoints_targets(endpoints: list[dict[str, Any]], services: list[dict[str, Any]]) -> dict[str, Any]:
-    return endpoints_targets(endpoints, services)
+def kubernetes_endpoints_targets(
+    endpoints: list[dict[str, Any]], services: list[dict[str, Any]], namespaces: list[str] | None = None
+) -> dict[str, Any]:
+    """Discovered endpoints per namespace, limited to the given namespaces when there are any."""
+    targets = endpoints_targets(endpoints, services)
+    return {ns: groups for ns, groups in targets.items() if not namespaces or ns in namespaces}
 
 
 class FilterModule:

@@ -120,13 +120,15 @@ class Tracker:
 
     def _check(self, kind: str, host: str, task: str, result: dict[str, Any]) -> None:
         name = task.removeprefix(CHECK_PREFIX)
+        if "results" in result and not result["results"]:
+            return  # a looped check with nothing to loop over
         if kind == "runner_on_skipped":
             self.checks.append(CheckRow(host, name, "skipped", str(result.get("skip_reason", "condition false"))))
             return
         # A looped check has one row per item.
         for item in result.get("results") or [result]:
             label = item.get("_ansible_item_label")
-            row = f"{name.split('{{')[0].strip()} {label}" if label is not None else name
+            row = f"{name} {label}" if label is not None else name
             status = "skipped" if item.get("skipped") else "failed" if item.get("failed") else "passed"
             detail = " ".join(_message(item).split()) if item.get("msg") else ""
             self.checks.append(CheckRow(host, row, status, detail))

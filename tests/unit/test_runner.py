@@ -77,8 +77,10 @@ def test_check_tasks_become_rows_of_the_verify_table():
         {"_ansible_item_label": "vllm", "msg": "openai endpoint: health, models, completion ok"},
         {"_ansible_item_label": "triton", "failed": True, "msg": "kserve_v2 endpoint: ready: 503"},
     ]
-    looped = {"host": "localhost", "task": "Check: inference endpoint {{ item.name }}", "res": {"results": items}}
+    looped = {"host": "localhost", "task": "Check: inference endpoint", "res": {"results": items}}
     tracker({"event": "runner_on_failed", "event_data": looped})
+    empty = {**looped, "res": {"results": [], "skipped": True, "skipped_reason": "No items in the list"}}
+    tracker({"event": "runner_on_skipped", "event_data": empty})
     rows = [(c.host, c.check, c.status) for c in tracker.checks]
     assert rows == [
         ("localhost", "DCGM metrics", "passed"),
