@@ -24,7 +24,7 @@ from typing import Any
 
 import yaml
 
-from gpufleet import lab, runner
+from gpufleet import lab, labk8s, runner
 
 NODE_PLAYS = "all:!localhost"  # site.yml without the plays that talk to cluster APIs
 
@@ -130,6 +130,7 @@ def measure(gpu_nodes: int) -> dict[str, Any]:
 
 def main() -> int:
     counts = [int(a) for a in sys.argv[1:]] or [1, 8, 32]
+    labk8s.up()  # the telemetry play publishes its objects in the main cluster
     results = []
     try:
         for n in counts:

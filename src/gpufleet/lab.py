@@ -262,8 +262,23 @@ def wait_for_sshd(host: LabHost, deadline: float) -> str:
     raise LabError(f"{host.name}: sshd not active after waiting; see `podman logs {host.container}`")
 
 
-def up(inventory: Path = LAB_INVENTORY, timeout: float = 120) -> list[LabHost]:
+INOTIFY_INSTANCES = Path("/proc/sys/fs/inotify/max_user_instances")
+
+
+def ensure_inotify_instances(hosts: int) -> None:
+    """Each systemd host takes several inotify instances, all charged to root on this machine:
+    the default limit (128) stops the 30th or so host from booting. Raised at runtime, not persisted."""
+    wanted = 128 + 16 * hosts
+    try:
+        if int(INOTIFY_INSTANCES.read_text()) < wanted:
+            INOTIFY_INSTANCES.write_text(str(wanted))
+    except OSError as exc:
+        raise LabError(f"{hosts} hosts need fs.inotify.max_user_instances >= {wanted}: {exc}") from exc
+
+
+def up(inventory: Path = LAB_INVENTORY, timeout: float | None = None) -> list[LabHost]:
     hosts = load_hosts(inventory)
+    ensure_inotify_instances(len(hosts))
     image = ensure_image()
     key = ensure_ssh_key()
     ensure_network()
@@ -279,7 +294,8 @@ def up(inventory: Path = LAB_INVENTORY, timeout: float = 120) -> list[LabHost]:
             start_host(host, image, pubkey)
         elif state != "running":
             podman("start", host.container)
-    deadline = time.monotonic() + timeout
+    # The hosts boot together on few cores: allow time for each of them.
+    deadline = time.monotonic() + (timeout or max(120.0, 10.0 * len(hosts)))
     known = [f"{h.address} {' '.join(wait_for_sshd(h, deadline).split()[:2])}" for h in hosts]
     write_private(lab_dir() / "ssh" / "known_hosts", "\n".join(known) + "\n")
     return hosts
