@@ -268,7 +268,7 @@ INOTIFY_INSTANCES = Path("/proc/sys/fs/inotify/max_user_instances")
 def ensure_inotify_instances(hosts: int) -> None:
     """Each systemd host takes several inotify instances, all charged to root on this machine:
     the default limit (128) stops the 30th or so host from booting. Raised at runtime, not persisted."""
-    wanted = 128 + 16 * hosts
+    wanted = 64 + 16 * hosts
     try:
         if int(INOTIFY_INSTANCES.read_text()) < wanted:
             INOTIFY_INSTANCES.write_text(str(wanted))
