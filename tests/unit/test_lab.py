@@ -51,3 +51,13 @@ def test_scale_inventory(tmp_path, monkeypatch):
     assert len({h.address for h in hosts}) == 33
     group_vars = yaml.safe_load((path.parent / "group_vars" / "all.yml").read_text())
     assert group_vars["gpufleet_lab_dir"] == str(tmp_path)
+
+
+def test_a_large_lab_raises_the_inotify_limit_and_a_small_one_leaves_it(tmp_path, monkeypatch):
+    limit = tmp_path / "max_user_instances"
+    limit.write_text("128\n")
+    monkeypatch.setattr(lab, "INOTIFY_INSTANCES", limit)
+    lab.ensure_inotify_instances(3)
+    assert limit.read_text().strip() == "128"
+    lab.ensure_inotify_instances(33)
+    assert int(limit.read_text()) >= 33 * 16
