@@ -90,6 +90,12 @@ class LabHost:
     def container(self) -> str:
         return CONTAINER_PREFIX + self.name
 
+    @property
+    def mac(self) -> str:
+        """Fixed, like a real NIC's: a restarted host keeps it, so the neighbour caches
+        of the machine and of the other hosts stay right (a new MAC made SSH time out)."""
+        return "02:67:66:" + ":".join(f"{b:02x}" for b in ipaddress.ip_address(self.address).packed[1:])
+
 
 def lab_dir() -> Path:
     return Path(os.environ.get("GPUFLEET_LAB_DIR", REPO_ROOT / ".lab"))
@@ -238,7 +244,7 @@ def key_id(pubkey: Path) -> str:
 def start_host(host: LabHost, image: str, pubkey: Path) -> None:
     podman(
         "run", "-d", "--name", host.container, "--hostname", host.name,
-        "--network", NETWORK, "--ip", host.address,
+        "--network", NETWORK, "--ip", host.address, "--mac-address", host.mac,
         "--systemd=always", "--cap-add", "NET_ADMIN,NET_RAW,SYS_ADMIN",
         "--label", "io.gpufleet.lab=1", "--label", f"{KEY_LABEL}={key_id(pubkey)}",
         "-v", f"{pubkey}:/root/.ssh/authorized_keys:ro",

@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+import time
 import urllib.request
 
 from ansible_collections.gpufleet.platform.plugins.module_utils import prometheus_verify as pv
@@ -40,6 +41,9 @@ def test_gpu_node_rebooted_mid_converge_then_a_rerun_completes(converged):
     code = proc.wait(timeout=300)
     # Whichever way that run went (the reboot may or may not have hit a task), the next one completes.
     assert code in (0, 3, 4), rest
+    # The operator re-runs once the node is back, as after a real reboot.
+    gpu1 = next(h for h in lab.load_hosts() if h.name == "gpu1")
+    lab.wait_for_sshd(gpu1, time.monotonic() + 120)
     again = runner.run_playbook("site.yml", lab.LAB_INVENTORY.parent, quiet=True)
     assert again.ok, again.failures
     wait_for_tunnel(timeout=60)
