@@ -1,0 +1,63 @@
+"""Pulled through the mirror, each blob fetched from upstream once (see molecule.yml)."""
+
+import collections
+import json
+import os
+import re
+
+import pytest
+import testinfra
+
+testinfra_hosts = ["ansible://node1", "ansible://node2"]
+IMAGE = "/gpufleet/prepull-fixture:1"
+
+
+def other(name):
+    return testinfra.get_host(f"ansible://{name}?ansible_inventory={os.environ['MOLECULE_INVENTORY_FILE']}")
+
+
+def address(name):
+    return other(name).check_output("hostname -I").split()[0]
+
+
+def test_the_image_is_on_the_node(host):
+    refs = host.check_output("ctr -n k8s.io images ls -q").split()
+    assert f"{address('upstream')}:5000{IMAGE}" in refs
+
+
+def test_hosts_toml_is_read_by_cri(host):
+    # containerd's own view of its configuration: the CRI registry reads certs.d.
+    assert 'config_path = "/etc/containerd/certs.d"' in host.check_output("containerd config dump")
+    hosts_toml = f"/etc/containerd/certs.d/{address('upstream')}:5000/hosts.toml"
+    parsed = host.check_output(
+        f'python3 -c \'import tomllib,json;print(json.dumps(tomllib.load(open("{hosts_toml}","rb"))))\''
+    )
+    assert json.loads(parsed)["host"][f"http://{address('mirror')}:5000"]["capabilities"] == ["pull", "resolve"]
+
+
+@pytest.fixture(scope="module")
+def upstream_blob_gets():
+    log = other("upstream").check_output("journalctl -u docker-registry --no-pager -o cat")
+    gets = re.findall(
+        r'http.request.method=GET .*?http.request.uri="/v2/gpufleet/prepull-fixture/blobs/(sha256:[0-9a-f]+)"', log
+    )
+    return collections.Counter(gets)
+
+
+def test_upstream_served_each_blob_once_for_both_nodes(upstream_blob_gets):
+    # Config and two layers, each fetched once: copied into the mirror, from which both nodes pulled.
+    assert len(upstream_blob_gets) == 3 and set(upstream_blob_gets.values()) == {1}, upstream_blob_gets
+
+
+def test_the_mirror_served_both_nodes():
+    log = other("mirror").check_output("journalctl -u docker-registry --no-pager -o cat")
+    clients = set(re.findall(r'http.request.remoteaddr="?([0-9.]+):\d+', log))
+    assert {address("node1"), address("node2")} <= clients
+
+
+def test_the_mirror_listens_on_its_address_only():
+    mirror = other("mirror")
+    assert mirror.socket(f"tcp://{address('mirror')}:5000").is_listening
+    assert not mirror.socket("tcp://0.0.0.0:5000").is_listening
+    config = mirror.file("/etc/docker/registry/config.yml")
+    assert config.mode == 0o640 and config.group == "docker-registry"
