@@ -3,13 +3,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufleet.platform.plugins.module_utils import registry_mirrors as rm
 
 
-def _checked(function):
+def _checked(function: Callable[..., Any]) -> Callable[..., Any]:
+    """The function, its MirrorError shown as a filter error (the message names the entry)."""
+
     def wrapper(*args: Any) -> Any:
         try:
             return function(*args)
