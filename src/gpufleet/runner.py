@@ -218,6 +218,7 @@ def run_playbook(
     quiet: bool = False,
     on_event: Callable[[Event], None] | None = None,
     cancel: Callable[[], bool] | None = None,
+    extravars: dict[str, Any] | None = None,
 ) -> Summary:
     private = _new_private_dir(check)
     tracker = Tracker()
@@ -242,6 +243,7 @@ def run_playbook(
         cancel_callback=cancel,
         quiet=quiet,
         envvars=ansible_env(),
+        extravars=extravars,
     )
     stats = result.stats or {}
     hosts: dict[str, dict[str, int]] = {}
