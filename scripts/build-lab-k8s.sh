@@ -3,8 +3,8 @@
 # .cache/k8s/<k8s version>/bin (kept between runs: a second run does nothing).
 #
 #   kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd  (k8s.io/kubernetes)
-#   kwok (simulated nodes), helm, controller-gen, and the Prometheus Operator CRDs
-#   generated from its Go API types with controller-gen.
+#   kwok (simulated nodes), helm, controller-gen, the Prometheus Operator CRDs
+#   generated from its Go API types with controller-gen, and KServe's InferenceService CRD.
 #
 # Only the Go toolchain and the Go module proxy are used. Nothing is committed.
 set -euo pipefail
@@ -14,12 +14,22 @@ KWOK_VERSION=v0.7.0
 HELM_VERSION=v3.19.5
 CONTROLLER_TOOLS_VERSION=v0.23.0
 PROMETHEUS_OPERATOR_VERSION=v0.95.2
+KSERVE_VERSION=v0.15.2
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 out=${GPUFLEET_K8S_DIR:-$repo/.cache/k8s/$K8S_VERSION}
 bin=$out/bin
 mkdir -p "$bin" "$out/crds"
 stamp=$out/.built-$KWOK_VERSION-$HELM_VERSION-$CONTROLLER_TOOLS_VERSION-$PROMETHEUS_OPERATOR_VERSION
+
+# KServe's InferenceService CRD, as KServe publishes it in its module (config/crd/full),
+# so the lab API checks InferenceServices against the real schema. No controller runs.
+kserve_crd=$out/crds/serving.kserve.io_inferenceservices.yaml
+if [ ! -f "$kserve_crd" ]; then
+  echo "k8s tools: KServe $KSERVE_VERSION InferenceService CRD"
+  kserve=$(GOFLAGS=-mod=mod go mod download -json "github.com/kserve/kserve@$KSERVE_VERSION" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')
+  install -m 0644 "$kserve/config/crd/full/serving.kserve.io_inferenceservices.yaml" "$kserve_crd"
+fi
 if [ -f "$stamp" ]; then
   echo "k8s tools: $out is up to date"
   exit 0
