@@ -135,7 +135,14 @@ def test_gpu_node_stop_and_start(converged):
     """gpu1 goes away entirely (its container stops) and comes back: the tunnel heals by itself."""
     lab.podman("stop", "-t", "5", lab.CONTAINER_PREFIX + "gpu1")
     try:
-        report = pv.verify(PROMETHEUS, "gpufleet-dcgm", pv.dcgm_profile(), ["gpu1"], max_age_s=1, timeout_s=20)
+        # Until the next scrape fails, Prometheus still reports the target up: wait for the
+        # verdict to turn, within a few scrape intervals (5 s in the lab).
+        deadline = time.monotonic() + 20
+        while True:
+            report = pv.verify(PROMETHEUS, "gpufleet-dcgm", pv.dcgm_profile(), ["gpu1"], max_age_s=15, timeout_s=0)
+            if not report.ok or time.monotonic() > deadline:
+                break
+            time.sleep(1)
         assert not report.ok and any("down" in f for f in report.failures), report.failures
     finally:
         lab.podman("start", lab.CONTAINER_PREFIX + "gpu1")
