@@ -47,7 +47,7 @@ def tunnel_ssh(converged) -> str:
     """An ssh command line on m1, as the tunnel user with the tunnel key, to gpu1."""
     return (
         "runuser -u gpufleet-tunnel -- ssh -o BatchMode=yes -o ConnectTimeout=5 -o StrictHostKeyChecking=yes"
-        " -o UserKnownHostsFile=/var/lib/gpufleet-tunnel/.ssh/known_hosts"
+        " -o UserKnownHostsFile=/var/lib/gpufleet-tunnel/.ssh/known_hosts.d/gpu1"
         " -i /var/lib/gpufleet-tunnel/.ssh/id_ed25519 gpufleet-tunnel@10.213.7.21"
     )
 

@@ -10,7 +10,7 @@ testinfra_hosts = ["ansible://tunnel-main"]
 
 SSH = (
     "runuser -u gpufleet-tunnel -- ssh -o BatchMode=yes -o ConnectTimeout=5"
-    " -o UserKnownHostsFile=/var/lib/gpufleet-tunnel/.ssh/known_hosts -o StrictHostKeyChecking=yes"
+    " -o UserKnownHostsFile=/var/lib/gpufleet-tunnel/.ssh/known_hosts.d/tunnel-gpu -o StrictHostKeyChecking=yes"
     " -i /var/lib/gpufleet-tunnel/.ssh/id_ed25519 gpufleet-tunnel@tunnel-gpu"
 )
 
@@ -57,8 +57,11 @@ def test_key_gets_no_shell(host):
 
 
 def test_host_key_pinned_not_trusted_on_first_use(host):
-    known = host.file("/var/lib/gpufleet-tunnel/.ssh/known_hosts").content_string
-    assert "tunnel-gpu ssh-ed25519 " in known
+    gpu = host.get_host("ansible://tunnel-gpu", ansible_inventory=host.backend.ansible_inventory)
+    actual = gpu.file("/etc/ssh/ssh_host_ed25519_key.pub").content_string.split()[:2]
+    pinned = host.file("/var/lib/gpufleet-tunnel/.ssh/known_hosts.d/tunnel-gpu")
+    assert pinned.user == "gpufleet-tunnel" and pinned.mode == 0o600
+    assert pinned.content_string.split() == ["tunnel-gpu", *actual]
     unit = host.file("/etc/systemd/system/gpufleet-tunnel@.service").content_string
     assert "StrictHostKeyChecking=yes" in unit and "ExitOnForwardFailure=yes" in unit
 
