@@ -3,7 +3,6 @@
 Attacks on the key (other forwards, PTY, agent, a different key) run on the lab in tests/lab.
 """
 
-import pytest
 import yaml
 
 testinfra_hosts = ["ansible://tunnel-main"]
@@ -15,25 +14,14 @@ SSH = (
 )
 
 
-def fetch(host, url):
-    return host.run(
-        f"python3 -c \"import urllib.request; print(urllib.request.urlopen('{url}', timeout=5).read().decode())\""
-    )
-
-
-@pytest.fixture
-def bind(host):
-    return host.check_output("hostname -I").split()[0]
-
-
-def test_exporter_reachable_through_the_tunnel(host, bind):
+def test_exporter_reachable_through_the_tunnel(host, bind, fetch):
     assert host.service("gpufleet-tunnel@tunnel-gpu").is_running
-    body = fetch(host, f"http://{bind}:19401/metrics")
+    body = fetch(f"http://{bind}:19401/metrics")
     assert body.rc == 0, body.stderr
     assert 'Hostname="tunnel-gpu"' in body.stdout and "DCGM_FI_DEV_GPU_UTIL" in body.stdout
 
 
-def test_listens_on_the_internal_address_only(host, bind):
+def test_listens_on_the_internal_address_only(host, bind, fetch):
     assert host.socket(f"tcp://{bind}:19401").is_listening
     assert not host.socket("tcp://0.0.0.0:19401").is_listening
 
@@ -66,7 +54,7 @@ def test_host_key_pinned_not_trusted_on_first_use(host):
     assert "StrictHostKeyChecking=yes" in unit and "ExitOnForwardFailure=yes" in unit
 
 
-def test_prometheus_targets_name_the_gpu_node(host, bind):
+def test_prometheus_targets_name_the_gpu_node(host, bind, fetch):
     targets = yaml.safe_load(host.file("/etc/gpufleet/dcgm-targets.yml").content_string)
     assert targets == [
         {"labels": {"gpufleet_transport": "ssh", "instance": "tunnel-gpu"}, "targets": [f"{bind}:19401"]}

@@ -1,22 +1,10 @@
 """The WireGuard transport carries the exporter, and the link lets nothing else through."""
 
-import pytest
 import yaml
 
 testinfra_hosts = ["ansible://wg-main"]
 
 NODE_WG = "10.213.240.2"  # GPU node 1 in the default network; the tunnel host is .1
-
-
-def fetch(host, url):
-    return host.run(
-        f"python3 -c \"import urllib.request; print(urllib.request.urlopen('{url}', timeout=5).read().decode())\""
-    )
-
-
-@pytest.fixture
-def bind(host):
-    return host.check_output("hostname -I").split()[0]
 
 
 def test_link_is_up_with_a_handshake(host):
@@ -25,9 +13,9 @@ def test_link_is_up_with_a_handshake(host):
     assert len(handshakes) == 2 and int(handshakes[1]) > 0
 
 
-def test_exporter_reachable_through_the_forward(host, bind):
+def test_exporter_reachable_through_the_forward(host, bind, fetch):
     assert host.service("gpufleet-wg-forward@wg-gpu").is_running
-    body = fetch(host, f"http://{bind}:19401/metrics")
+    body = fetch(f"http://{bind}:19401/metrics")
     assert body.rc == 0, body.stderr
     assert 'Hostname="wg-gpu"' in body.stdout and "DCGM_FI_DEV_GPU_UTIL" in body.stdout
 
@@ -47,7 +35,7 @@ def test_private_keys_stay_on_their_hosts(host):
     assert "PrivateKey" not in config and key.content_string.strip() not in config
 
 
-def test_prometheus_targets_are_the_same_as_with_ssh(host, bind):
+def test_prometheus_targets_are_the_same_as_with_ssh(host, bind, fetch):
     targets = yaml.safe_load(host.file("/etc/gpufleet/dcgm-targets.yml").content_string)
     assert targets == [
         {"targets": [f"{bind}:19401"], "labels": {"instance": "wg-gpu", "gpufleet_transport": "wireguard"}}
