@@ -7,6 +7,7 @@ import re
 
 import pytest
 import testinfra
+import yaml
 
 testinfra_hosts = ["ansible://node1", "ansible://node2"]
 IMAGE = "/gpufleet/prepull-fixture:1"
@@ -61,3 +62,13 @@ def test_the_mirror_listens_on_its_address_only():
     assert not mirror.socket("tcp://0.0.0.0:5000").is_listening
     config = mirror.file("/etc/docker/registry/config.yml")
     assert config.mode == 0o640 and config.group == "docker-registry"
+
+
+def test_the_mirror_records_the_digest_the_nodes_pulled(host):
+    # The pin an operator copies into the versions file: tag and the digest the mirror holds.
+    ref = f"{address('upstream')}:5000{IMAGE}"
+    pins = yaml.safe_load(other("mirror").file("/etc/gpufleet/registry-mirror-digests.yml").content_string)
+    assert list(pins) == [ref] and re.fullmatch(re.escape(ref) + r"@sha256:[0-9a-f]{64}", pins[ref])
+    listed = [line.split() for line in host.check_output("ctr -n k8s.io images ls").splitlines()]
+    [row] = [row for row in listed if row[0] == ref]
+    assert row[2] == pins[ref].split("@")[1]
