@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Callable
 
 # The distribution reference grammar (github.com/distribution/reference), in short.
 _COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
@@ -63,3 +64,272 @@ def byte_size(value: object) -> bool:
 def dns_label(value: object) -> bool:
     """A Kubernetes object or namespace name (RFC 1123 label)."""
     return isinstance(value, str) and bool(_DNS_LABEL.match(value))
+
+
+# --- the `check:` vocabulary of the roles' argument specs ------------------------------------
+# Each option of a role's meta/argument_specs.yml that a type alone cannot keep right carries
+# `check:` with one of the kinds below, or a range such as `1..65535` (either end may be left
+# open) or `0 or 30000..32767`. The action plugin check_values applies them before a role
+# changes anything or needs the network; tests/unit/test_argument_specs.py makes sure every
+# option has a constraint.
+
+_DNS_SUBDOMAIN = re.compile(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_QUALIFIED_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+_HOSTNAME = re.compile(
+    r"^(?=.{1,253}$)[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?)*$"
+)
+_USER = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
+# Accounts a base system or a common daemon owns (Debian's base-passwd and friends, RHEL's
+# setup package): a service user must be one of its own, never one of these.
+SYSTEM_ACCOUNTS = frozenset(
+    [
+        "root",
+        "daemon",
+        "bin",
+        "sys",
+        "sync",
+        "games",
+        "man",
+        "lp",
+        "mail",
+        "news",
+        "uucp",
+        "proxy",
+        "www-data",
+        "backup",
+        "list",
+        "irc",
+        "gnats",
+        "nobody",
+        "_apt",
+        "systemd-network",
+        "systemd-resolve",
+        "systemd-timesync",
+        "systemd-coredump",
+        "messagebus",
+        "sshd",
+        "polkitd",
+        "adm",
+        "halt",
+        "shutdown",
+        "operator",
+        "ftp",
+        "nfsnobody",
+        "dbus",
+        "tss",
+        "tcpdump",
+        "chrony",
+        "postfix",
+        "ubuntu",
+        "admin",
+    ]
+)
+_URL = re.compile(
+    r"^(?P<scheme>https?)://(?P<host>\[[0-9a-fA-F:]+\]|[^/:?#\s]+)(?::(?P<port>\d+))?(?P<rest>[/?#]\S*)?$"
+)
+_VERSION = re.compile(r"^v?\d+(\.\d+){1,3}([-+~][0-9A-Za-z.+~-]+)?$")
+_SHA256 = re.compile(r"^[a-f0-9]{64}$")
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def port(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 65535
+
+
+def host(value: object) -> bool:
+    """An IP address or a DNS name: no scheme, port or path."""
+    return isinstance(value, str) and (ip_address(value) or bool(_HOSTNAME.match(value)))
+
+
+def host_port(value: object) -> bool:
+    """host:port, an IPv6 address in brackets."""
+    if not isinstance(value, str) or ":" not in value:
+        return False
+    name, _, number = value.rpartition(":")
+    name = name[1:-1] if name.startswith("[") and name.endswith("]") else name
+    return host(name) and number.isdigit() and port(int(number))
+
+
+def url(value: object) -> bool:
+    """An http(s) URL with a host (and optionally a port and a path)."""
+    match = _URL.match(value) if isinstance(value, str) else None
+    if not match:
+        return False
+    name = match["host"].strip("[]")
+    return host(name) and (match["port"] is None or port(int(match["port"])))
+
+
+def absolute_path(value: object) -> bool:
+    return isinstance(value, str) and value.startswith("/") and "\n" not in value
+
+
+def relative_path(value: object) -> bool:
+    """A path inside a directory: relative, without `..`."""
+    return text(value) and not str(value).startswith("/") and ".." not in str(value).split("/")
+
+
+def service_user(value: object) -> bool:
+    """A valid account name that is not a base-system or well-known daemon account."""
+    return isinstance(value, str) and bool(_USER.match(value)) and value not in SYSTEM_ACCOUNTS
+
+
+def k8s_name(value: object) -> bool:
+    """A Kubernetes object name (RFC 1123 subdomain)."""
+    return isinstance(value, str) and bool(_DNS_SUBDOMAIN.match(value))
+
+
+def helm_release(value: object) -> bool:
+    """A helm release name: a DNS label of at most 53 characters."""
+    return dns_label(value) and len(str(value)) <= 53
+
+
+def label_key(value: object) -> bool:
+    """A Kubernetes label or annotation key: [prefix/]name."""
+    if not isinstance(value, str):
+        return False
+    prefix, _, name = value.rpartition("/")
+    return (not prefix or k8s_name(prefix)) and bool(_QUALIFIED_NAME.match(name))
+
+
+def label_value(value: object) -> bool:
+    return isinstance(value, str) and (value == "" or bool(_QUALIFIED_NAME.match(value)))
+
+
+def labels(value: object) -> bool:
+    """A mapping of label keys to label values."""
+    return isinstance(value, dict) and all(label_key(k) and label_value(v) for k, v in value.items())
+
+
+def annotation_map(value: object) -> bool:
+    """A mapping of annotation keys to string values."""
+    return isinstance(value, dict) and all(label_key(k) and isinstance(v, str) for k, v in value.items())
+
+
+def version(value: object) -> bool:
+    """A release version such as 1.17.8, v25.3.4 or v1.33.5+k3s1."""
+    return isinstance(value, str) and bool(_VERSION.match(value))
+
+
+def sha256(value: object) -> bool:
+    return isinstance(value, str) and bool(_SHA256.match(value))
+
+
+def text(value: object) -> bool:
+    """A non-empty single line (names and references without a stricter grammar)."""
+    return isinstance(value, str) and value.strip() == value and bool(value) and "\n" not in value
+
+
+_S3_URI = re.compile(r"^s3://(https?://[^/\s]+/)?[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/\S*)?$")
+_TAINT = re.compile(r"^(?P<key>[^=:]+)(=(?P<value>[^:]*))?:(NoSchedule|PreferNoSchedule|NoExecute)$")
+
+
+def s3_uri(value: object) -> bool:
+    """s3://bucket/path, or s3://https://host:port/bucket/path for an S3 service other than AWS."""
+    return isinstance(value, str) and bool(_S3_URI.match(value))
+
+
+def file_url(value: object) -> bool:
+    return isinstance(value, str) and value.startswith("file:///") and absolute_path(value[len("file://") :])
+
+
+def taint(value: object) -> bool:
+    """A node taint, key[=value]:Effect."""
+    match = _TAINT.match(value) if isinstance(value, str) else None
+    return match is not None and label_key(match["key"]) and label_value(match["value"] or "")
+
+
+KINDS: dict[str, tuple[Callable[[object], bool], str]] = {
+    "port": (port, "a port, 1-65535"),
+    "host": (host, "an IP address or a DNS name, without scheme, port or path"),
+    "host_port": (host_port, "host:port"),
+    "url": (url, "an http:// or https:// URL with a host"),
+    "ip_address": (ip_address, "an IP address"),
+    "ip_network": (ip_network, "a network in CIDR notation with no host bits set, e.g. 10.213.240.0/24"),
+    "absolute_path": (absolute_path, "an absolute path"),
+    "relative_path": (relative_path, "a relative path without .., inside the model directory"),
+    "service_user": (service_user, "an account name of its own (lower case, not a system account such as root)"),
+    "k8s_name": (k8s_name, "a Kubernetes object name (lower-case RFC 1123 subdomain)"),
+    "dns_label": (dns_label, "a lower-case RFC 1123 label (a Service or Deployment name), at most 63 characters"),
+    "k8s_namespace": (dns_label, "a Kubernetes namespace: a DNS label (lower case, RFC 1123, at most 63 characters)"),
+    "helm_release": (helm_release, "a helm release name (lower-case RFC 1123 label, at most 53 characters)"),
+    "labels": (labels, "Kubernetes labels: keys [prefix/]name, values of at most 63 characters"),
+    "label_key": (label_key, "a Kubernetes label key, [prefix/]name"),
+    "annotations": (annotation_map, "Kubernetes annotations: keys [prefix/]name, string values"),
+    "image": (image_reference, "an image reference pinned by a tag other than latest, or by a digest"),
+    "duration": (duration, "a duration such as 30s, 10m or 15d"),
+    "k8s_quantity": (k8s_quantity, "a Kubernetes quantity such as 4Gi"),
+    "byte_size": (byte_size, "a byte size such as 50GB"),
+    "version": (version, "a release version such as 1.17.8 or v25.3.4"),
+    "sha256": (sha256, "a sha256 checksum, 64 hex digits (lower case)"),
+    "s3_uri": (s3_uri, "s3://bucket/prefix, or s3://https://host:port/bucket/prefix"),
+    "file_url": (file_url, "a file:/// URL of an absolute path"),
+    "taint": (taint, "a node taint, key[=value]:Effect (NoSchedule, PreferNoSchedule or NoExecute)"),
+    "text": (text, "a non-empty single line without surrounding spaces"),
+}
+
+
+def _bound(text_value: str) -> float | None:
+    return float(text_value) if text_value else None
+
+
+def _range_wanted(low: float | None, high: float | None) -> str:
+    if low is not None and high is not None:
+        return f"a number in {low:g}-{high:g}"
+    if low is not None:
+        return f"a number of at least {low:g}"
+    return f"a number of at most {high:g}" if high is not None else "a number"
+
+
+def check_value(check: str, value: object) -> str | None:
+    """None when the value passes the check, else what the value must be."""
+    wants = []
+    for alternative in str(check).split(" or "):
+        alternative = alternative.strip()
+        if alternative == "preflight":
+            return None  # checked by the role's preflight, against something only the role knows
+        if alternative in KINDS:
+            test, wanted = KINDS[alternative]
+            if test(value):
+                return None
+            wants.append(wanted)
+        elif ".." in alternative:
+            low, high = (_bound(part) for part in alternative.split("..", 1))
+            if _number(value) and (low is None or value >= low) and (high is None or value <= high):  # type: ignore[operator]
+                return None
+            wants.append(_range_wanted(low, high))
+        elif alternative.lstrip("-").replace(".", "", 1).isdigit():
+            if _number(value) and value == float(alternative):
+                return None
+            wants.append(alternative)
+        else:
+            raise ValueError(f"unknown check {alternative!r}")
+    return " or ".join(wants)
+
+
+def check_options(options: dict[str, dict[str, object]], values: dict[str, object], where: str = "") -> list[str]:
+    """Problems with the values of an argument spec's options that carry `check:`, each naming
+    the variable (for lists, the item; for suboptions, the field). Unset values (None, "") pass:
+    required-ness is the argument spec's own business."""
+    problems = []
+    for name, spec in options.items():
+        if name not in values:
+            continue
+        value, label = values[name], f"{where}{name}"
+        items = list(enumerate(value)) if spec.get("type") == "list" and isinstance(value, list) else None
+        if "check" in spec and value not in (None, ""):
+            for index, item in items if items is not None else [(None, value)]:
+                wanted = check_value(str(spec["check"]), item)
+                if wanted:
+                    at = label if index is None else f"{label}[{index}]"
+                    shown = " (value hidden)" if spec.get("no_log") else f"={item}"
+                    problems.append(f"{at}{shown} must be {wanted}")
+        sub = spec.get("options")
+        if isinstance(sub, dict):
+            for index, item in items if items is not None else [(None, value)]:
+                if isinstance(item, dict):
+                    at = label if index is None else f"{label}[{index}]"
+                    problems += check_options(sub, item, f"{at}.")
+    return problems

@@ -24,6 +24,7 @@ import yaml
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LAB_INVENTORY = REPO_ROOT / "inventories" / "lab" / "hosts.yml"
+DEBIAN_REQUIREMENTS = REPO_ROOT / "requirements" / "debian.txt"
 NETWORK = "gpufleet-lab"
 SUBNET = "10.213.7.0/24"
 IMAGE = "localhost/gpufleet-lab-base"
@@ -182,6 +183,34 @@ def scale_inventory(gpu_nodes: int) -> Path:
     return target / "hosts.yml"
 
 
+def debian_requirements(path: Path = DEBIAN_REQUIREMENTS) -> dict[str, list[str]]:
+    """Debian package -> the programs the lab and the tests run from it (requirements/debian.txt)."""
+    table = {}
+    for line in path.read_text().splitlines():
+        words = line.split("#", 1)[0].split()
+        if words:
+            table[words[0]] = words[1:]
+    return table
+
+
+def _installed(program: str) -> bool:
+    return Path(program).exists() if program.startswith("/") else shutil.which(program) is not None
+
+
+def check_prerequisites(path: Path = DEBIAN_REQUIREMENTS) -> None:
+    """Name every missing program, its package and the fix, before the lab touches anything."""
+    missing = {
+        package: absent
+        for package, programs in debian_requirements(path).items()
+        if (absent := [p for p in programs if not _installed(p)])
+    }
+    if missing:
+        found = "; ".join(f"{', '.join(programs)} (package {package})" for package, programs in missing.items())
+        raise LabError(
+            f"missing lab prerequisites: {found}. Run scripts/setup.sh, or: apt-get install {' '.join(missing)}"
+        )
+
+
 def ensure_image(log: bool = True) -> str:
     """Build the base image unless one from the same recipe exists; return its name."""
     mirror = debian_mirror()
@@ -190,8 +219,6 @@ def ensure_image(log: bool = True) -> str:
     found = podman("image", "inspect", "--format", f'{{{{index .Labels "{RECIPE_LABEL}"}}}}', tag, check=False)
     if found.returncode == 0 and found.stdout.strip() == wanted:
         return tag
-    if not shutil.which("debootstrap"):
-        raise LabError("debootstrap is not installed: apt-get install debootstrap")
     if log:
         print(f"lab: building {tag} (recipe {wanted}) with debootstrap, about a minute", flush=True)
     with tempfile.TemporaryDirectory(prefix="gpufleet-rootfs-") as rootfs:
@@ -284,6 +311,7 @@ def ensure_inotify_instances(hosts: int) -> None:
 
 def up(inventory: Path = LAB_INVENTORY, timeout: float | None = None) -> list[LabHost]:
     hosts = load_hosts(inventory)
+    check_prerequisites()
     ensure_inotify_instances(len(hosts))
     image = ensure_image()
     key = ensure_ssh_key()

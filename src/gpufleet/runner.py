@@ -40,6 +40,7 @@ class CheckRow:
     check: str
     status: str  # passed | failed | skipped
     detail: str
+    target: str = ""  # what was checked: a Prometheus target, an endpoint URL, a host
 
 
 @dataclass
@@ -121,17 +122,54 @@ class Tracker:
     def _check(self, kind: str, host: str, task: str, result: dict[str, Any]) -> None:
         name = task.removeprefix(CHECK_PREFIX)
         if "results" in result and not result["results"]:
-            return  # a looped check with nothing to loop over
-        if kind == "runner_on_skipped":
-            self.checks.append(CheckRow(host, name, "skipped", str(result.get("skip_reason", "condition false"))))
+            self.checks.append(CheckRow(host, name, "skipped", "nothing listed to check", host))
             return
-        # A looped check has one row per item.
+        if kind == "runner_on_skipped":
+            reason = str(result.get("false_condition") or result.get("skip_reason") or "condition false")
+            self.checks.append(CheckRow(host, name, "skipped", f"skipped: {reason}", host))
+            return
+        # A looped check has one row per item, and a module that reports its own checks a row per check.
         for item in result.get("results") or [result]:
             label = item.get("_ansible_item_label")
             row = f"{name} {label}" if label is not None else name
-            status = "skipped" if item.get("skipped") else "failed" if item.get("failed") else "passed"
-            detail = " ".join(_message(item).split()) if item.get("msg") else ""
-            self.checks.append(CheckRow(host, row, status, detail))
+            self.checks.extend(_rows(host, row, item))
+
+
+def _rows(host: str, name: str, item: dict[str, Any]) -> list[CheckRow]:
+    """The verify table's rows for one result: its parts where the module reports them
+    (prometheus_verify's targets and metrics, inference_smoke's steps), else one row."""
+    status = "skipped" if item.get("skipped") else "failed" if item.get("failed") else "passed"
+    detail = " ".join(_message(item).split()) if item.get("msg") else ""
+    args = (item.get("invocation") or {}).get("module_args") or {}
+
+    def verdict(ok: bool) -> str:
+        return "passed" if ok else "failed"
+
+    if isinstance(item.get("targets"), list) and isinstance(item.get("metrics"), list):  # prometheus_verify
+        where = f"{args.get('url', 'Prometheus')} job {item.get('job', args.get('job', ''))}"
+        rows = [
+            CheckRow(host, f"{name}: target {t['instance']}", verdict(t["health"] == "up"),
+                     t["health"] + (f": {t['last_error']}" if t.get("last_error") else ""),
+                     f"{where} {t['scrape_url']}")
+            for t in item["targets"]
+        ]  # fmt: skip
+        rows += [
+            CheckRow(host, f"{name}: {m['metric']}", verdict(m["status"] in ("ok", "unsupported")),
+                     m["status"] + (f" ({m['detail']})" if m.get("detail") else "")
+                     + (f" on {', '.join(m['instances'])}" if m.get("instances") else ""), where)
+            for m in item["metrics"]
+        ]  # fmt: skip
+        if status == "failed" and not any(r.status == "failed" for r in rows):
+            rows.append(CheckRow(host, name, status, detail, where))
+        return rows
+    if isinstance(item.get("checks"), list) and item.get("url"):  # inference_smoke
+        rows = [
+            CheckRow(host, f"{name}: {c['name']}", verdict(c["ok"]), c["detail"], item["url"]) for c in item["checks"]
+        ]
+        if status == "failed" and not any(r.status == "failed" for r in rows):
+            rows.append(CheckRow(host, name, status, detail, item["url"]))
+        return rows
+    return [CheckRow(host, name, status, detail, str(args.get("url") or host))]
 
 
 def _new_private_dir(check: bool) -> Path:
@@ -287,12 +325,13 @@ def print_checks(summary: Summary, out: IO[str]) -> None:
     if not summary.checks:
         print("\nverify: no check ran", file=out)
         return
-    passed = sum(c.status == "passed" for c in summary.checks)
-    failed = sum(c.status == "failed" for c in summary.checks)
-    print(f"\nverify: {passed} passed, {failed} failed", file=out)
+    counts = {s: sum(c.status == s for c in summary.checks) for s in ("passed", "failed", "skipped")}
+    print(f"\nverify: {counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped", file=out)
     width = max(len(c.check) for c in summary.checks)
     for c in summary.checks:
-        print(f"  {c.status.upper():7}  {c.host:10}  {c.check:{width}}  {c.detail}", file=out)
+        print(f"  {c.status.upper():7}  {c.host:10}  {c.check:{width}}  {c.target}", file=out)
+        if c.detail:
+            print(f"  {'':7}  {'':10}  {'':{width}}  -> {c.detail}", file=out)
 
 
 def print_plan(summary: Summary, out: IO[str]) -> None:

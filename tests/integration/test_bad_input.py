@@ -109,3 +109,5 @@ def test_bad_input_is_refused_early_with_the_variable_named(outcomes, case):
     message = " ".join(outcome["msg"].split())
     for expected in case["expect"]:
         assert expected in message, f"{case['id']}: {expected!r} not in {message!r}"
+    for secret in case.get("absent", []):
+        assert secret not in outcome["msg"], f"{case['id']}: the message shows {secret!r}"

@@ -165,11 +165,18 @@ def test_verify_prints_a_pass_fail_table(converged, tmp_path):
     )
     proc = gpufleet("--json", "verify", "-i", str(inventory))
     assert proc.returncode == 3, proc.stderr
-    rows = {(c["host"], c["check"]): c for c in summary_of(proc)["checks"]}
-    dcgm = rows[("localhost", "DCGM metrics of every GPU node in Prometheus")]
-    assert dcgm["status"] == "passed" and "metric(s) ok" in dcgm["detail"]
-    assert rows[("localhost", "inference endpoint nothing-listens")]["status"] == "failed"
-    # The lab's GPU node has no GPU: the driver check is skipped, not failed.
-    assert rows[("gpu1", "GPU driver and devices (driver new enough for DCGM 3.5)")]["status"] == "skipped"
-    assert re.search(r"verify: 1 passed, 1 failed", proc.stderr)
-    assert re.search(r"FAILED\s+localhost\s+inference endpoint nothing-listens", proc.stderr)
+    checks = summary_of(proc)["checks"]
+    rows = {(c["host"], c["check"]): c for c in checks}
+    # Each check is a row with what it checked: the Prometheus target of every GPU node, each metric.
+    dcgm = "DCGM metrics of every GPU node in Prometheus"
+    target = rows[("localhost", f"{dcgm}: target gpu1")]
+    assert target["status"] == "passed" and "job gpufleet-dcgm" in target["target"], target
+    metrics = [c for c in checks if c["check"].startswith(f"{dcgm}: DCGM_FI_")]
+    assert len(metrics) >= 10 and all(c["status"] == "passed" for c in metrics), metrics
+    endpoint = [c for c in checks if c["check"].startswith("inference endpoint nothing-listens")]
+    assert endpoint and endpoint[0]["status"] == "failed" and endpoint[0]["target"] == "http://127.0.0.1:9"
+    # The lab's GPU node has no GPU: the driver check is skipped, not failed, and says why.
+    gpu = rows[("gpu1", "GPU driver and devices (driver new enough for DCGM 3.5)")]
+    assert gpu["status"] == "skipped" and gpu["detail"].startswith("skipped: "), gpu
+    assert re.search(r"verify: \d+ passed, [1-9]\d* failed, 1 skipped", proc.stderr), proc.stderr
+    assert re.search(r"FAILED\s+localhost\s+inference endpoint nothing-listens\S*\s+http://127.0.0.1:9", proc.stderr)

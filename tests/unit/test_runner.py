@@ -87,8 +87,35 @@ def test_check_tasks_become_rows_of_the_verify_table():
         ("gpu1", "GPU driver", "skipped"),
         ("localhost", "inference endpoint vllm", "passed"),
         ("localhost", "inference endpoint triton", "failed"),
+        ("localhost", "inference endpoint", "skipped"),
     ]
-    assert tracker.checks[-1].detail == "kserve_v2 endpoint: ready: 503"
+    assert tracker.checks[3].detail == "kserve_v2 endpoint: ready: 503"
+    assert tracker.checks[4].detail == "nothing listed to check"
+
+
+def test_module_reported_parts_become_rows_with_their_targets():
+    tracker = Tracker()
+    dcgm = {
+        "msg": "2 metric(s) ok",
+        "job": "gpufleet-dcgm",
+        "invocation": {"module_args": {"url": "http://prom:9090", "job": "gpufleet-dcgm"}},
+        "targets": [{"instance": "gpu1", "scrape_url": "http://10.0.0.2:19401/metrics", "health": "up",
+                     "last_error": "", "job": "gpufleet-dcgm"}],
+        "metrics": [{"metric": "DCGM_FI_DEV_GPU_TEMP", "status": "ok", "detail": "", "instances": ["gpu1"]},
+                    {"metric": "DCGM_FI_DEV_XID_ERRORS", "status": "stale", "detail": "40 s old", "instances": []}],
+    }  # fmt: skip
+    tracker({"event": "runner_on_failed", "event_data": {"host": "localhost", "task": "Check: DCGM", "res": dcgm}})
+    smoke = {"url": "http://vllm:8000", "checks": [{"name": "health", "ok": True, "detail": "ok", "seconds": 0.1}]}
+    item = {"_ansible_item_label": "vllm", **smoke}
+    tracker({"event": "runner_on_ok", "event_data": {"host": "localhost", "task": "Check: endpoint",
+                                                     "res": {"results": [item]}}})  # fmt: skip
+    rows = [(c.check, c.status, c.target, c.detail) for c in tracker.checks]
+    assert rows == [
+        ("DCGM: target gpu1", "passed", "http://prom:9090 job gpufleet-dcgm http://10.0.0.2:19401/metrics", "up"),
+        ("DCGM: DCGM_FI_DEV_GPU_TEMP", "passed", "http://prom:9090 job gpufleet-dcgm", "ok on gpu1"),
+        ("DCGM: DCGM_FI_DEV_XID_ERRORS", "failed", "http://prom:9090 job gpufleet-dcgm", "stale (40 s old)"),
+        ("endpoint vllm: health", "passed", "http://vllm:8000", "ok"),
+    ]
 
 
 def test_the_bench_target_comes_from_the_inventory(tmp_path):
