@@ -7,7 +7,7 @@ export CONTAINERS_CONF := $(CURDIR)/.lab/containers.conf
 export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/collections
 PLAYBOOKS := site.yml $(wildcard playbooks/*.yml)
 
-.PHONY: setup demo test quick lint unit integration lab-tests k8s k8s-tests molecule lab-up lab-down collection
+.PHONY: setup demo test quick lint unit integration engines engine-tests lab-tests k8s k8s-tests molecule lab-up lab-down collection
 
 setup:
 	@scripts/setup.sh
@@ -19,8 +19,8 @@ demo: setup
 	gpufleet verify -i inventories/lab
 	gpufleet bench --calibration --levels 1,5,30 --duration 10
 
-## test: every test (lint, unit, integration, lab end-to-end, Kubernetes, molecule, collection build)
-test: setup lint unit integration lab-tests k8s-tests molecule collection
+## test: every test (lint, unit, integration, real engines, lab end-to-end, Kubernetes, molecule, collection build)
+test: setup lint unit integration engine-tests lab-tests k8s-tests molecule collection
 	@echo "all tests passed"
 
 ## quick: lint and unit tests, for iterating
@@ -42,6 +42,14 @@ unit:
 # Benchmark client against the calibration server: accuracy to the schedule, smoke checks.
 integration:
 	pytest -q tests/integration tests/accuracy
+
+# The real serving engines the benchmark is tested against (transformers serve on CPU), each in
+# its own virtualenv under .cache/engines: a few minutes the first time, then nothing.
+engines:
+	scripts/setup-engines.sh
+
+engine-tests: engines
+	pytest -q tests/engines
 
 lab-tests: lab-up
 	pytest -q tests/lab

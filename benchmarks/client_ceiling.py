@@ -8,6 +8,7 @@ with TTFT 100 ms, ITL 20 ms and 64 tokens per request, it prints measured/ideal 
 flagged itself client-bound.
 
     python benchmarks/client_ceiling.py [--levels 1,16,64,256,1024] [--duration 10] [--workers 1]
+                                        [--input-len 96:160]  (random unique prompts, as the CLI sends)
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=3)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--port", type=int, default=8199)
+    parser.add_argument("--input-len", help="MIN:MAX words of random unique prompts (default: one fixed prompt)")
     args = parser.parse_args()
     cores = sorted(os.sched_getaffinity(0))
     server_core, client_core = (cores[0], cores[1]) if len(cores) > 1 else (cores[0], cores[0])
@@ -45,6 +47,7 @@ def main() -> None:
             cfg = lb.BenchConfig(
                 base_url=url, model="calibration", api="chat", max_tokens=TOKENS,
                 warmup_s=args.warmup, duration_s=args.duration, workers=args.workers,
+                prompt_words=tuple(int(x) for x in args.input_len.split(":")) if args.input_len else None,
             )  # fmt: skip
             lv = lb.run_level(cfg, level)
             ideal = level * TOKENS / (TTFT + (TOKENS - 1) * ITL)

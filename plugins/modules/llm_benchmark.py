@@ -68,19 +68,25 @@ options:
     type: float
     default: 30
   max_tokens:
-    description: Output tokens per request; with O(ignore_eos) every request generates exactly this many.
+    description: Output tokens per request; with a fixed length every request generates exactly this many.
     type: int
     default: 128
-  ignore_eos:
-    description: Ask the server for a fixed output length (vLLM's C(ignore_eos) and C(min_tokens)).
-    type: bool
-    default: true
+  fixed_length:
+    description:
+      - Ask the server for exactly O(max_tokens) output tokens with vLLM's C(ignore_eos) and C(min_tokens).
+      - C(auto) sends them only when one probe request shows the server takes them (other servers refuse
+        unknown fields); the result says whether they were used, and why.
+    type: str
+    choices: [auto, "on", "off"]
+    default: auto
   prompt:
-    description: Fixed prompt text.
+    description: Fixed prompt text (when neither O(prompt_words) nor O(dataset) is given).
     type: str
     default: Write a short story about a GPU that learns to dream.
   prompt_words:
-    description: Random prompt lengths in words, C([min, max]), seeded by O(seed).
+    description:
+      - Random prompts, unique per request from their first word (so a prefix cache cannot flatter TTFT), with
+        lengths in words drawn uniformly from C([min, max]), seeded by O(seed).
     type: list
     elements: int
   dataset:
@@ -112,6 +118,17 @@ options:
     description: The C(inputs) list of a KServe v2 inference request (api=kserve_v2).
     type: list
     elements: dict
+  max_error_rate:
+    description: Share of failed requests above which a level is invalid (never the knee, never recommended).
+    type: float
+    default: 0.01
+  gpu:
+    description:
+      - Where per-level GPU figures (power, utilisation, energy, tokens per joule) come from. C(auto) uses
+        O(prometheus_url) when given, else NVML when the module runs on the GPU's host.
+    type: str
+    choices: [auto, nvml, prometheus, none]
+    default: auto
   prometheus_url:
     description: Prometheus with the GPU's DCGM metrics, for per-level GPU correlation.
     type: str
@@ -152,9 +169,22 @@ knee_index:
   returned: success
   type: int
 operating_point_index:
-  description: Index of the highest-throughput level whose E2E P99 meets O(p99_slo).
+  description: The recommended level's index - the lowest valid level reaching 90% of the best valid throughput
+    within O(p99_slo).
   returned: success
   type: int
+fixed_length:
+  description: Whether C(ignore_eos)/C(min_tokens) were sent, and why.
+  returned: success
+  type: dict
+dialect:
+  description: How the server streams, as met (a [DONE] marker, where usage comes, tokens per event).
+  returned: success
+  type: dict
+gpu_source:
+  description: Where the GPU figures came from (nvml, prometheus (DCGM) or none).
+  returned: success
+  type: str
 """
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
@@ -166,9 +196,9 @@ try:
 except ImportError:
     HAS_AIOHTTP = False
 
+from ansible_collections.gpufleet.platform.plugins.module_utils.bench_gpu import NvmlGpu, PrometheusGpu, local_gpu
 from ansible_collections.gpufleet.platform.plugins.module_utils.llm_bench import (
     BenchConfig,
-    gpu_sampler,
     load_dataset,
     run_benchmark,
 )
@@ -187,7 +217,7 @@ def main() -> None:
             "warmup": {"type": "float", "default": 5},
             "duration": {"type": "float", "default": 30},
             "max_tokens": {"type": "int", "default": 128},
-            "ignore_eos": {"type": "bool", "default": True},
+            "fixed_length": {"type": "str", "choices": ["auto", "on", "off"], "default": "auto"},
             "prompt": {"type": "str", "default": "Write a short story about a GPU that learns to dream."},
             "prompt_words": {"type": "list", "elements": "int"},
             "dataset": {"type": "path"},
@@ -198,6 +228,8 @@ def main() -> None:
             "p99_slo": {"type": "float"},
             "workers": {"type": "int", "default": 1},
             "kserve_inputs": {"type": "list", "elements": "dict"},
+            "max_error_rate": {"type": "float", "default": 0.01},
+            "gpu": {"type": "str", "choices": ["auto", "nvml", "prometheus", "none"], "default": "auto"},
             "prometheus_url": {"type": "str"},
             "gpu_selector": {"type": "str", "default": ""},
             "fail_on_errors": {"type": "bool", "default": False},
@@ -227,13 +259,21 @@ def main() -> None:
         base_url=p["url"], model=p["model"], api=p["api"], stream=p["stream"] and p["api"] != "kserve_v2",
         levels=[int(x) if p["mode"] == "closed" else x for x in p["levels"]], mode=p["mode"],
         auto_ladder_max=p["auto_ladder_max"], warmup_s=p["warmup"], duration_s=p["duration"],
-        max_tokens=p["max_tokens"], ignore_eos=p["ignore_eos"], prompt=p["prompt"],
+        max_tokens=p["max_tokens"], fixed_length=p["fixed_length"], prompt=p["prompt"],
         prompt_words=tuple(p["prompt_words"]) if p["prompt_words"] else None, seed=p["seed"],
         slo_ttft_s=p["slo_ttft"], slo_tpot_s=p["slo_tpot"], slo_e2e_s=p["slo_e2e"], p99_slo_s=p["p99_slo"],
-        workers=p["workers"], kserve_inputs=p["kserve_inputs"], dataset=dataset,
+        workers=p["workers"], kserve_inputs=p["kserve_inputs"], dataset=dataset, max_error_rate=p["max_error_rate"],
     )  # fmt: skip
-    gpu = gpu_sampler(p["prometheus_url"], p["gpu_selector"]) if p["prometheus_url"] else None
-    result = run_benchmark(cfg, gpu).as_dict()
+    gpu: PrometheusGpu | NvmlGpu | None = None
+    if p["gpu"] in ("auto", "prometheus") and p["prometheus_url"]:
+        gpu = PrometheusGpu(p["prometheus_url"], p["gpu_selector"])
+    elif p["gpu"] in ("auto", "nvml"):
+        gpu = local_gpu()
+    try:
+        result = run_benchmark(cfg, gpu).as_dict()
+    finally:
+        if isinstance(gpu, NvmlGpu):
+            gpu.close()
     failed = {k: v for level in result["levels"] for k, v in level["errors"].items()}
     if p["fail_on_errors"] and failed:
         module.fail_json(msg=f"requests failed: {failed}", **result)

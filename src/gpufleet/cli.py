@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from gpufleet import calibration_server, display, lab, labk8s, report, runner
-from gpufleet.lib import llm_bench
+from gpufleet.lib import bench_gpu, llm_bench
 
 EXIT_OK, EXIT_USAGE, EXIT_FAILED, EXIT_UNREACHABLE, EXIT_LAB, EXIT_CANCELLED = 0, 2, 3, 4, 5, 130
 
@@ -148,16 +148,27 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if not url or not model:
         print("gpufleet bench: give --url and --model, -i INVENTORY, or --calibration", file=sys.stderr)
         return EXIT_USAGE
+    try:
+        prompts = _prompts(args)
+    except (OSError, ValueError) as exc:
+        print(f"gpufleet bench: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     cfg = llm_bench.BenchConfig(
         base_url=url, model=model, api=args.api, levels=levels, warmup_s=args.warmup, duration_s=args.duration,
-        max_tokens=args.max_tokens, p99_slo_s=args.p99_slo, workers=args.workers,
+        max_tokens=args.max_tokens, p99_slo_s=args.p99_slo, workers=args.workers, fixed_length=args.fixed_length,
+        max_error_rate=args.max_error_rate, seed=args.seed, **prompts,
     )  # fmt: skip
-    gpu = llm_bench.gpu_sampler(args.prometheus_url, args.gpu_selector) if args.prometheus_url else None
+    gpu = _gpu(args)
+    if args.gpu != "none" and gpu is None:
+        print(f"gpufleet bench: no GPU figures from --gpu {args.gpu}: no Prometheus URL, and NVML finds no GPU here",
+              file=sys.stderr)  # fmt: skip
     try:
         result = llm_bench.run_benchmark(cfg, gpu).as_dict()
     finally:
         if server:
             server.terminate()
+        if isinstance(gpu, bench_gpu.NvmlGpu):
+            gpu.close()
     out_dir = Path(args.out or runner.RUNS_DIR / "bench" / time.strftime("%Y%m%dT%H%M%S"))
     title = f"gpufleet bench: {model} at {url}" + (" (calibration stand-in)" if args.calibration else "")
     json_path, html_path = report.write_reports(result, out_dir, title)
@@ -166,6 +177,28 @@ def cmd_bench(args: argparse.Namespace) -> int:
     print(f"report: {html_path} (data: {json_path})", file=sys.stderr)
     errors = sum(sum(level["errors"].values()) for level in result["levels"])
     return EXIT_FAILED if errors and args.fail_on_errors else EXIT_OK
+
+
+def _prompts(args: argparse.Namespace) -> dict[str, Any]:
+    """A dataset, a fixed prompt, or (the default) random prompts unique per request."""
+    if args.dataset:
+        return {"dataset": llm_bench.load_dataset(args.dataset)}
+    if args.prompt:
+        return {"prompt": args.prompt}
+    low, _, high = args.input_len.partition(":")
+    words = (int(low), int(high or low))
+    if not 0 < words[0] <= words[1]:
+        raise ValueError(f"--input-len {args.input_len}: give MIN or MIN:MAX words, 0 < MIN <= MAX")
+    return {"prompt_words": words}
+
+
+def _gpu(args: argparse.Namespace) -> Any:
+    """Prometheus (DCGM) when its URL is given, else NVML when this host has the GPU."""
+    if args.gpu in ("auto", "prometheus") and args.prometheus_url:
+        return bench_gpu.PrometheusGpu(args.prometheus_url, args.gpu_selector)
+    if args.gpu in ("auto", "nvml"):
+        return bench_gpu.local_gpu()
+    return None
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -216,8 +249,34 @@ def build_parser() -> argparse.ArgumentParser:
     p_bench.add_argument("--warmup", type=float, default=3)
     p_bench.add_argument("--duration", type=float, default=15)
     p_bench.add_argument("--max-tokens", type=int, default=64)
+    p_bench.add_argument(
+        "--fixed-length",
+        choices=["auto", "on", "off"],
+        default="auto",
+        help="send vLLM's ignore_eos/min_tokens for exactly --max-tokens: auto probes the server",
+    )
+    p_bench.add_argument(
+        "--input-len",
+        default="96:160",
+        help="random prompts, unique per request, of MIN[:MAX] words (about a token each)",
+    )
+    p_bench.add_argument("--prompt", help="one fixed prompt for every request instead")
+    p_bench.add_argument("--dataset", help="prompts from a file: JSON Lines with a prompt field, or one per line")
+    p_bench.add_argument("--seed", type=int, default=0)
     p_bench.add_argument("--p99-slo", type=float, help="E2E P99 limit (s) for the recommended level")
+    p_bench.add_argument(
+        "--max-error-rate",
+        type=float,
+        default=0.01,
+        help="a level with more errors is invalid: never the knee or the recommendation",
+    )
     p_bench.add_argument("--workers", type=int, default=1)
+    p_bench.add_argument(
+        "--gpu",
+        choices=["auto", "nvml", "prometheus", "none"],
+        default="auto",
+        help="GPU figures: DCGM through --prometheus-url, or NVML on this host (auto: either)",
+    )
     p_bench.add_argument("--prometheus-url")
     p_bench.add_argument("--gpu-selector", default="")
     p_bench.add_argument("--out", help="report directory (default runs/bench/<time>)")

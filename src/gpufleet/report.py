@@ -1,47 +1,114 @@
-"""Benchmark reports: the ladder table for terminals, JSON, and a self-contained HTML page."""
+"""Benchmark reports: the ladder table for terminals, JSON, and one self-contained HTML page
+whose charts matplotlib draws (inline SVG, so the page needs nothing beside it)."""
 
 from __future__ import annotations
 
 import html
+import io
 import json
 import math
 from pathlib import Path
 from typing import Any
 
-COLUMNS = ("level", "wall s", "tok/s", "req/s", "E2E p50", "p95", "p99", "TTFT p50", "p99", "errors", "GPU %")
+COLUMNS = (
+    "level", "window s", "wall s", "tok/s", "req/s", "TTFT p50", "p99", "TPOT p50", "ITL p50", "E2E p50", "p99",
+    "errors", "GPU W", "tok/J",
+)  # fmt: skip
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not (isinstance(value, float) and math.isnan(value))
 
 
 def _ms(value: float | None) -> str:
-    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value * 1000:.0f}ms"
+    return f"{value * 1000:.0f}ms" if value is not None and _number(value) else "-"
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return format(value, spec) if _number(value) else "-"
+
+
+def _marks(result: dict[str, Any], i: int, lv: dict[str, Any]) -> list[str]:
+    marks = []
+    if i == result.get("knee_index"):
+        marks.append("knee")
+    if i == result.get("operating_point_index"):
+        marks.append("recommended")
+    if lv["client_bound"]:
+        marks.append("CLIENT-BOUND")
+    if not lv.get("valid", True) and not lv["client_bound"]:
+        marks.append("INVALID")
+    return marks
 
 
 def ladder_rows(result: dict[str, Any]) -> list[list[str]]:
     rows = []
     for i, lv in enumerate(result["levels"]):
-        marks = []
-        if i == result.get("knee_index"):
-            marks.append("knee")
-        if i == result.get("operating_point_index"):
-            marks.append("recommended")
-        if lv["client_bound"]:
-            marks.append("CLIENT-BOUND")
-        gpu = (lv.get("gpu") or {}).get("util_mean_pct")
+        marks = _marks(result, i, lv)
+        gpu = lv.get("gpu") or {}
+        errors = sum(lv["errors"].values())
         rows.append(
             [
                 f"{lv['level']:g}" + (f" ({', '.join(marks)})" if marks else ""),
                 f"{lv['window_s']:.0f}",
+                _fmt(lv.get("wall_s"), ".0f"),
                 f"{lv['output_tokens_per_s']:.1f}",
                 f"{lv['requests_per_s']:.2f}",
-                _ms(lv["e2e"]["p50"]),
-                _ms(lv["e2e"]["p95"]),
-                _ms(lv["e2e"]["p99"]),
                 _ms(lv["ttft"]["p50"]),
                 _ms(lv["ttft"]["p99"]),
-                str(sum(lv["errors"].values())),
-                "-" if gpu is None else f"{gpu:.0f}",
+                _ms(lv["tpot"]["p50"]),
+                _ms(lv["itl"]["p50"]),
+                _ms(lv["e2e"]["p50"]),
+                _ms(lv["e2e"]["p99"]),
+                f"{errors} ({lv.get('error_rate', 0):.0%})" if errors else "0",
+                _fmt(gpu.get("power_mean_w"), ".0f"),
+                _fmt(gpu.get("tokens_per_joule"), ".2f"),
             ]
         )
     return rows
+
+
+def notes(result: dict[str, Any]) -> list[str]:
+    """What a reader must know beside the numbers: errors with the server's words, levels
+    that cannot be trusted, how the server streamed, where GPU figures came from."""
+    lines = []
+    for lv in result["levels"]:
+        name = f"level {lv['level']:g}"
+        for kind, count in lv["errors"].items():
+            said = "; ".join(lv.get("error_messages", {}).get(kind, [])) or "no message"
+            lines.append(f"{name}: {count} x {kind}: {said}")
+        for reason in lv["client_bound_reasons"]:
+            lines.append(f"{name}: client-bound: {reason}; its figures describe the client")
+        for reason in lv.get("invalid_reasons", []):
+            if reason != "client-bound":
+                lines.append(f"{name}: not valid: {reason}")
+        lines.extend(f"{name}: {warning}" for warning in lv.get("warnings", []))
+    lines.extend(result.get("warnings", []))
+    fixed = result.get("fixed_length") or {}
+    if fixed:
+        lines.append(f"fixed output length: {'yes' if fixed.get('used') else 'no'} ({fixed.get('why')})")
+    dialect = result.get("dialect") or {}
+    if dialect:
+        lines.append(
+            f"server dialect: [DONE] marker {'yes' if dialect.get('done_marker') else 'no'}; usage"
+            f" {dialect.get('usage')}; {dialect.get('tokens_per_event', 0):.2f} tokens per event;"
+            f" role-only first event {'yes' if dialect.get('role_only_first_event') else 'no'}"
+        )
+    first = next((lv for lv in result["levels"] if _number(lv.get("input_tokens", {}).get("p50"))), None)
+    if first:
+        inp, out = first["input_tokens"], first["output_tokens_per_request"]
+        lines.append(
+            f"tokens per request (level {first['level']:g}, from the server's usage): input p50 {inp['p50']:.0f},"
+            f" p99 {inp['p99']:.0f}; output p50 {out['p50']:.0f}, p99 {out['p99']:.0f}"
+        )
+    for lv in result["levels"]:
+        if _number(lv.get("prefix_cache_hit_rate")):
+            lines.append(
+                f"level {lv['level']:g}: prefix cache hit rate {lv['prefix_cache_hit_rate']:.1%}"
+                f" ({lv.get('prefix_cache_source')})"
+            )
+    lines.append(f"GPU figures: {result.get('gpu_source', 'none')}")
+    return lines
 
 
 def ladder_table(result: dict[str, Any]) -> str:
@@ -51,79 +118,129 @@ def ladder_table(result: dict[str, Any]) -> str:
         "  ".join(cell.rjust(w) if c else cell.ljust(w) for c, (cell, w) in enumerate(zip(row, widths, strict=True)))
         for row in rows
     ]
-    for lv in result["levels"]:
-        for reason in lv["client_bound_reasons"]:
-            lines.append(f"! level {lv['level']:g}: client-bound: {reason}; its figures describe the client")
-        for warning in lv.get("warnings", []):
-            lines.append(f"! level {lv['level']:g}: {warning}")
-    return "\n".join(lines)
+    return "\n".join(lines + [f"! {line}" for line in notes(result)])
 
 
-def _svg_line(points: list[tuple[float, float]], title: str, y_label: str) -> str:
-    width, height, pad = 420, 240, 40
-    if not points:
-        return ""
-    xs, ys = [p[0] for p in points], [p[1] for p in points]
-    x_max, y_max = max(xs) or 1, max(ys) or 1
-
-    def sx(x: float) -> float:
-        return pad + (width - 2 * pad) * x / x_max
-
-    def sy(y: float) -> float:
-        return height - pad - (height - 2 * pad) * y / y_max
-
-    path = " ".join(f"{'M' if i == 0 else 'L'}{sx(x):.1f},{sy(y):.1f}" for i, (x, y) in enumerate(points))
-    dots = "".join(f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="3"/>' for x, y in points)
-    return (
-        f'<svg width="{width}" height="{height}" xmlns="http://www.w3.org/2000/svg" font-size="11">'
-        f'<text x="{pad}" y="16">{html.escape(title)}</text>'
-        f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" stroke="#888"/>'
-        f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{height - pad}" stroke="#888"/>'
-        f'<text x="{width - pad}" y="{height - 10}" text-anchor="end">concurrency (max {x_max:g})</text>'
-        f'<text x="4" y="{pad - 6}">{html.escape(y_label)} (max {y_max:.3g})</text>'
-        f'<path d="{path}" fill="none" stroke="#2a6"/>{dots}</svg>'
-    )
+# --- charts --------------------------------------------------------------------
 
 
-def _svg_histogram(bins: list[list[float]], title: str) -> str:
-    """Bars of a TTFT histogram: bins are [upper bound in s, count]."""
-    width, height, pad = 420, 200, 40
-    if not bins:
-        return ""
-    top = max(count for _, count in bins) or 1
-    bar = (width - 2 * pad) / len(bins)
-    bars = "".join(
-        f'<rect x="{pad + i * bar:.1f}" y="{height - pad - (height - 2 * pad) * count / top:.1f}"'
-        f' width="{bar - 1:.1f}" height="{(height - 2 * pad) * count / top:.1f}" fill="#48c"/>'
-        for i, (_, count) in enumerate(bins)
-    )
-    return (
-        f'<svg width="{width}" height="{height}" xmlns="http://www.w3.org/2000/svg" font-size="11">'
-        f'<text x="{pad}" y="16">{html.escape(title)}</text>{bars}'
-        f'<text x="{pad}" y="{height - 10}">{bins[0][0] * 1000:.0f} ms</text>'
-        f'<text x="{width - pad}" y="{height - 10}" text-anchor="end">{bins[-1][0] * 1000:.0f} ms</text></svg>'
-    )
+def _svg(figure: Any) -> str:
+    buffer = io.StringIO()
+    figure.savefig(buffer, format="svg", bbox_inches="tight")
+    text = buffer.getvalue()
+    return text[text.index("<svg") :]
+
+
+def _concurrency_axis(ax: Any, levels: list[float]) -> None:
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(levels)
+    ax.set_xticklabels([f"{x:g}" for x in levels])
+    ax.minorticks_off()
+    ax.set_xlabel("concurrent streams (log scale)")
+    ax.grid(True, which="major", alpha=0.3)
+
+
+def charts(result: dict[str, Any]) -> list[str]:
+    """Throughput, latency percentiles, GPU power and efficiency, and TTFT distributions."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update({"svg.fonttype": "none", "font.size": 9, "figure.figsize": (5.2, 3.2)})
+    lvs = result["levels"]
+    x = [float(lv["level"]) for lv in lvs]
+    out = []
+
+    fig, ax = plt.subplots()
+    ax.plot(x, [lv["output_tokens_per_s"] for lv in lvs], "o-", color="#2a7", label="valid level")
+    bad = [(float(lv["level"]), lv["output_tokens_per_s"]) for lv in lvs if not lv.get("valid", True)]
+    if bad:
+        ax.plot(*zip(*bad, strict=True), "x", color="#c33", markersize=9, label="invalid (errors or client-bound)")
+    for key, style in (("knee_index", "v"), ("operating_point_index", "*")):
+        if result.get(key) is not None:
+            lv = lvs[result[key]]
+            ax.plot([float(lv["level"])], [lv["output_tokens_per_s"]], style, color="#148", markersize=11,
+                    label="knee" if key == "knee_index" else "recommended")  # fmt: skip
+    _concurrency_axis(ax, x)
+    ax.set_ylabel("output tokens/s")
+    ax.set_title("Output tokens/s")
+    ax.legend(loc="best", fontsize=8)
+    out.append(_svg(fig))
+    plt.close(fig)
+
+    fig, ax = plt.subplots()
+    for name, key, pct, style in (
+        ("TTFT p50", "ttft", "p50", "o-"), ("TTFT p99", "ttft", "p99", "o--"), ("TPOT p50", "tpot", "p50", "s-"),
+        ("ITL p50", "itl", "p50", "^-"), ("E2E p50", "e2e", "p50", "d-"), ("E2E p99", "e2e", "p99", "d--"),
+    ):  # fmt: skip
+        points = [(float(lv["level"]), lv[key][pct]) for lv in lvs if _number(lv[key][pct]) and lv[key][pct] > 0]
+        if points:
+            ax.plot(*zip(*points, strict=True), style, label=name)
+    _concurrency_axis(ax, x)
+    ax.set_yscale("log")
+    ax.set_ylabel("seconds (log scale)")
+    ax.set_title("Latency per level")
+    ax.legend(loc="best", fontsize=8)
+    out.append(_svg(fig))
+    plt.close(fig)
+
+    power = [(float(lv["level"]), lv["gpu"].get("power_mean_w")) for lv in lvs if lv.get("gpu")]
+    power = [(a, b) for a, b in power if _number(b)]
+    if power:
+        fig, ax = plt.subplots()
+        ax.plot(*zip(*power, strict=True), "o-", color="#d62", label="mean power (W)")
+        ax.set_ylabel("GPU power, W")
+        efficiency = [(float(lv["level"]), lv["gpu"].get("tokens_per_joule")) for lv in lvs if lv.get("gpu")]
+        efficiency = [(a, b) for a, b in efficiency if _number(b)]
+        if efficiency:
+            twin = ax.twinx()
+            twin.plot(*zip(*efficiency, strict=True), "s--", color="#148", label="tokens per joule")
+            twin.set_ylabel("tokens per joule")
+        _concurrency_axis(ax, x)
+        ax.set_title(f"GPU power and efficiency ({result.get('gpu_source')})")
+        out.append(_svg(fig))
+        plt.close(fig)
+
+    histograms = [lv for lv in lvs if lv.get("ttft_histogram")]
+    if histograms:
+        fig, ax = plt.subplots()
+        for lv in histograms:
+            bounds, counts = zip(*lv["ttft_histogram"], strict=True)
+            ax.step([b * 1000 for b in bounds], counts, where="pre", label=f"{lv['level']:g} streams")
+        ax.set_xlabel("TTFT, ms")
+        ax.set_ylabel("requests")
+        ax.set_title("TTFT distribution per level")
+        ax.legend(loc="best", fontsize=8)
+        out.append(_svg(fig))
+        plt.close(fig)
+    return out
 
 
 def html_report(result: dict[str, Any], title: str) -> str:
-    levels = result["levels"]
-    tput = [(float(lv["level"]), lv["output_tokens_per_s"]) for lv in levels]
-    p99 = [(float(lv["level"]), lv["e2e"]["p99"] or 0.0) for lv in levels]
-    ttft = [(float(lv["level"]), (lv["ttft"]["p50"] or 0.0) * 1000) for lv in levels]
     rows = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in ladder_rows(result))
     head = "".join(f"<th>{html.escape(c)}</th>" for c in COLUMNS)
+    errors = [
+        (f"{lv['level']:g}", kind, str(count), "; ".join(lv.get("error_messages", {}).get(kind, [])))
+        for lv in result["levels"]
+        for kind, count in lv["errors"].items()
+    ]
+    error_table = (
+        "<h2>Errors</h2><table><tr><th>level</th><th>kind</th><th>count</th><th>the server said</th></tr>"
+        + "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in errors)
+        + "</table>"
+        if errors
+        else ""
+    )
     return (
         f"<!doctype html><meta charset='utf-8'><title>{html.escape(title)}</title>"
         "<style>body{font-family:sans-serif;margin:2em}td,th{padding:2px 8px;text-align:right}"
-        "svg{margin:1em 1em 0 0;border:1px solid #ddd}</style>"
+        "td:last-child{text-align:left}.charts svg{margin:1em 1em 0 0;border:1px solid #ddd;max-width:48%;"
+        "height:auto}</style>"
         f"<h1>{html.escape(title)}</h1><table><tr>{head}</tr>{rows}</table>"
-        + _svg_line(tput, "Output tokens/s", "tok/s")
-        + _svg_line(p99, "End-to-end P99", "seconds")
-        + _svg_line(ttft, "TTFT P50", "ms")
-        + "".join(
-            _svg_histogram(lv.get("ttft_histogram") or [], f"TTFT distribution at {lv['level']:g}") for lv in levels
-        )
-        + f"<pre>{html.escape(ladder_table(result))}</pre>"
+        f"<ul>{''.join(f'<li>{html.escape(line)}</li>' for line in notes(result))}</ul>"
+        + error_table
+        + f"<div class='charts'>{''.join(charts(result))}</div>"
     )
 
 

@@ -12,8 +12,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-import ansible_runner
-
 from gpufleet.lab import REPO_ROOT
 
 RUNS_DIR = REPO_ROOT / "runs"
@@ -221,6 +219,8 @@ def planned_tasks(playbook: str, inventory: Path, limit: str | None = None, tags
     Dynamic includes and handlers are not listed, so the figure is a floor, not a promise."""
     private = _new_private_dir(False)
     cmdline = " ".join(filter(None, ["--list-hosts --list-tasks", f"--tags {tags}" if tags else ""]))
+    import ansible_runner  # here, not at the top: `gpufleet bench` runs without it (on a GPU host)
+
     result = ansible_runner.run(
         private_data_dir=str(private), project_dir=str(REPO_ROOT), playbook=str(REPO_ROOT / playbook),
         inventory=str(inventory.resolve()), ident="list", limit=limit, cmdline=cmdline, quiet=True,
@@ -269,6 +269,8 @@ def run_playbook(
 
     cmdline = " ".join(filter(None, ["--check --diff" if check else "", f"--tags {tags}" if tags else ""]))
     started = time.monotonic()
+    import ansible_runner
+
     result = ansible_runner.run(
         private_data_dir=str(private),
         project_dir=str(REPO_ROOT),

@@ -43,6 +43,7 @@ def test_window_excludes_warmup_and_counts_errors():
     ]
     level = lb.judge_level(cfg, 1, records, [0.001], 0.1, window_start=1.0, window_end=3.0)
     assert level.requests == 3 and level.completed == 2 and level.errors == {"http_500": 1}
+    assert level.error_rate == pytest.approx(1 / 4)  # every request of the level counts, warm-up included
     assert level.ttft["p50"] == pytest.approx(0.15)
     assert level.goodput_requests_per_s == pytest.approx(1 / 2.0)  # one of two meets TTFT <= 150 ms
     # tokens received inside [1, 3): all 10 of the 2nd and 3rd requests, none of the first
@@ -62,19 +63,117 @@ def _level(tput, p99):
     return lv
 
 
+def _ladder(*points):
+    levels = []
+    for concurrency, tput, p99 in points:
+        lv = _level(tput, p99)
+        lv.level = concurrency
+        levels.append(lv)
+    return levels
+
+
 def test_knee_and_operating_point():
-    levels = [_level(100, 1.0), _level(190, 1.1), _level(200, 2.0), _level(205, 4.0)]
+    levels = _ladder((1, 100, 1.0), (2, 190, 1.1), (4, 200, 2.0), (8, 205, 4.0))
     assert lb.find_knee(levels, 0.10) == 2
-    assert lb.operating_point(levels, 2.5) == 2
+    assert lb.operating_point(levels, 2.5) == 1  # 190 is within 90% of the best (200) under 2.5 s
+    assert lb.operating_point(levels, 2.5, within=1.0) == 2
     assert lb.operating_point(levels, 0.5) is None
     assert lb.find_knee(levels[:2], 0.10) is None
+
+
+def test_invalid_levels_are_never_the_knee_or_recommended():
+    levels = _ladder((1, 100, 1.0), (2, 190, 1.1), (4, 400, 1.2))
+    levels[2].valid = False  # e.g. all of its requests failed fast, or the client was the bottleneck
+    assert lb.operating_point(levels, None) == 1
+    levels = _ladder((1, 100, 1.0), (2, 190, 1.1), (4, 195, 5.0))
+    levels[2].valid = False
+    assert lb.find_knee(levels, 0.10) is None
+
+
+def test_the_recommendation_holds_between_equivalent_runs():
+    # The H200 runs that flipped: 256 streams gave +4% tok/s for 4.7x the E2E P99 of 128.
+    first = _ladder((64, 9000, 3.0), (128, 14000, 4.0), (256, 14560, 18.8))
+    second = _ladder((64, 9100, 3.1), (128, 14500, 4.1), (256, 14300, 18.0))
+    assert lb.operating_point(first, None) == lb.operating_point(second, None) == 1
+    assert lb.find_knee(first, 0.10) == lb.find_knee(second, 0.10) == 2
+
+
+def test_a_level_with_errors_is_invalid_and_keeps_the_servers_words():
+    cfg = lb.BenchConfig(base_url="x", max_error_rate=0.01)
+    said = "Unexpected fields in the request: {'ignore_eos'}"
+    bad = [lb.RequestRecord(1.0 + i, 1.0 + i, 1.1 + i, error="http_422", error_detail=said) for i in range(5)]
+    level = lb.judge_level(cfg, 1, [rec(1.0, 0.1, 0.02, 4), *bad], [], 0.1, 0.0, 10.0)
+    assert not level.valid and "error rate" in level.invalid_reasons[0]
+    assert level.error_messages == {"http_422": [said]}
+
+
+def test_a_failing_level_stops_early():
+    failing = lb._Failing(abort_rate=0.5)
+    for _ in range(4):
+        failing.count(lb.RequestRecord(0, 0, error="http_500", error_detail="boom"))
+    assert failing.reason is None  # not before five requests
+    failing.count(lb.RequestRecord(0, 0, error="http_500", error_detail="boom"))
+    assert failing.reason and "5 of 5 requests failed (http_500: boom)" in failing.reason
+
+
+def test_a_window_shorter_than_the_requests_is_flagged():
+    level = lb.judge_level(lb.BenchConfig(base_url="x"), 1, [rec(1.0, 1.0, 0.5, 40)], [], 0.1, 1.0, 5.0)
+    assert any("shorter than this level's E2E P50" in w for w in level.warnings)
+
+
+def events(*chunks: str) -> lb.RequestRecord:
+    record = lb.RequestRecord(scheduled=0.0, start=0.0)
+    for i, chunk in enumerate(chunks):
+        lb.classify_event(f"data: {chunk}".encode(), record, 1.0 + i)
+    return record
+
+
+def test_dialect_transformers_serve_usage_beside_a_finish_and_no_done():
+    record = events(
+        '{"choices":[{"delta":{"role":"assistant"},"index":0}]}',
+        '{"choices":[{"delta":{"content":"139"},"index":0}]}',
+        '{"choices":[{"delta":{"content":" 97"},"index":0}]}',
+        '{"choices":[{"delta":{},"index":0,"finish_reason":"length"}],'
+        '"usage":{"completion_tokens":5,"prompt_tokens":23,"total_tokens":28}}',
+    )
+    assert record.role_only_first and record.finished and not record.done_marker
+    assert (record.tokens, record.prompt_tokens, record.content_events) == (5, 23, 2)
+    assert record.usage_with_choices and record.first_token == 2.0
+
+
+def test_dialect_vllm_usage_after_the_choices_and_done():
+    record = events(
+        '{"choices":[{"index":0,"text":"a b","finish_reason":null}]}',
+        '{"choices":[{"index":0,"text":" c","finish_reason":"length"}]}',
+        '{"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":3,"prompt_tokens_details":{"cached_tokens":4}}}',
+        "[DONE]",
+    )
+    assert record.done_marker and record.finished and not record.usage_with_choices
+    assert (record.tokens, record.prompt_tokens, record.cached_tokens, record.content_events) == (3, 9, 4, 2)
+
+
+def test_a_stream_cut_short_is_not_finished():
+    record = events('{"choices":[{"delta":{"content":"x"},"index":0}]}')
+    assert not record.finished and record.content_events == 1
+
+
+def test_server_messages():
+    assert lb.server_message(b'{"detail":"Unexpected fields in the request: {\'min_tokens\'}"}') == (
+        "Unexpected fields in the request: {'min_tokens'}"
+    )
+    fastapi = b'{"detail":[{"loc":["body","max_tokens"],"msg":"Input should be a valid integer"}]}'
+    assert lb.server_message(fastapi) == "body.max_tokens: Input should be a valid integer"
+    assert lb.server_message(b'{"error":{"message":"model not found","type":"invalid"}}') == "model not found"
+    assert lb.server_message(b"<html>Bad   Gateway</html>") == "<html>Bad Gateway</html>"
 
 
 def test_request_bodies():
     cfg = lb.BenchConfig(base_url="x", model="m", api="chat", max_tokens=7)
     path, body = lb.request_body(cfg, "hi")
     assert path == "/v1/chat/completions" and body["messages"][0]["content"] == "hi"
-    assert body["stream_options"] == {"include_usage": True} and body["min_tokens"] == 7 and body["ignore_eos"]
+    assert body["stream_options"] == {"include_usage": True} and "min_tokens" not in body and "ignore_eos" not in body
+    path, body = lb.request_body(lb.BenchConfig(base_url="x", model="m", fixed_length="on", max_tokens=7), "hi")
+    assert body["min_tokens"] == 7 and body["ignore_eos"]
     path, body = lb.request_body(lb.BenchConfig(base_url="x", model="m", api="completions", stream=False), "p")
     assert path == "/v1/completions" and body["prompt"] == "p" and "stream_options" not in body
     path, body = lb.request_body(
@@ -83,10 +182,13 @@ def test_request_bodies():
     assert path == "/v2/models/emb/infer" and body == {"inputs": [{"a": 1}]}
 
 
-def test_random_prompts_are_seeded():
+def test_random_prompts_are_seeded_and_unique_from_their_first_word():
     cfg = lb.BenchConfig(base_url="x", prompt_words=(3, 9), seed=4)
-    assert lb.make_prompts(cfg, 20) == lb.make_prompts(cfg, 20)
-    assert {len(p.split()) for p in lb.make_prompts(cfg, 50)} <= set(range(3, 10))
+    prompts = lb.make_prompts(cfg, 50)
+    assert prompts == lb.make_prompts(cfg, 50)
+    assert {len(p.split()) for p in prompts} <= set(range(3, 10))
+    assert len({p.split()[0] for p in prompts}) == 50  # no prefix cache serves one from another
+    assert lb.prompt_for(cfg, 7) != lb.prompt_for(lb.BenchConfig(base_url="x", prompt_words=(3, 9), seed=5), 7)
 
 
 def test_dataset_files(tmp_path):

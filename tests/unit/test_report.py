@@ -22,6 +22,25 @@ def test_html_report_has_table_plots_and_histogram(tmp_path):
     result = lb.BenchResult({}, [level], None, 0, 0.0, 1.0).as_dict()
     json_path, html_path = report.write_reports(result, tmp_path, "t")
     page = html_path.read_text()
-    assert "Output tokens/s" in page and "TTFT distribution at 2" in page and page.count("<rect") == 20
+    assert "Output tokens/s" in page and "TTFT distribution per level" in page and page.count("<svg") == 3
+    assert "concurrent streams (log scale)" in page and "TPOT p50" in page
     assert "recommended" in report.ladder_table(result)
     assert json_path.exists()
+
+
+def test_report_shows_errors_with_the_servers_words_power_and_efficiency(tmp_path):
+    good = lb.RequestRecord(scheduled=1.0, start=1.0, end=1.5, first_token=1.1, tokens=4, content_events=4,
+                            event_times=[1.1, 1.2, 1.3, 1.4])  # fmt: skip
+    bad = lb.RequestRecord(scheduled=2.0, start=2.0, end=2.1, error="http_422", error_detail="bad field min_tokens")
+    levels = []
+    for concurrency in (1, 16, 128):
+        level = lb.judge_level(lb.BenchConfig(base_url="x"), concurrency, [good, bad], [], 0.1, 1.0, 4.0)
+        level.gpu = {"source": "nvml", "power_mean_w": 100.0 + concurrency, "tokens_per_joule": 2.5}
+        levels.append(level)
+    result = lb.BenchResult({}, levels, None, None, 0.0, 1.0, gpu_source="nvml").as_dict()
+    table = report.ladder_table(result)
+    assert "1 x http_422: bad field min_tokens" in table and "INVALID" in table and "GPU figures: nvml" in table
+    assert " 228 " in table.splitlines()[3] and "2.50" in table  # power and tok/J columns
+    page = report.html_report(result, "t")
+    assert "the server said" in page and "bad field min_tokens" in page
+    assert "GPU power and efficiency (nvml)" in page and page.count("<svg") == 4

@@ -1,0 +1,143 @@
+# SPDX-License-Identifier: Apache-2.0
+"""GPU figures for a benchmark's levels: NVML where the benchmark runs on the GPU's host,
+DCGM through Prometheus elsewhere. Each sampler is called with a finished LevelResult and
+fills its ``gpu`` (naming its source); ``tokens_per_joule`` comes from an energy counter
+where the GPU has one."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .llm_bench import LevelResult
+
+
+class PrometheusGpu:
+    """Per level, from the DCGM exporter's series in Prometheus: mean utilisation, framebuffer
+    and power over the steady window, energy as the delta of the energy counter (mJ)."""
+
+    source = "prometheus (DCGM)"
+
+    def __init__(self, prometheus_url: str, selector: str = "", exporter_interval_s: float = 30.0) -> None:
+        self.url, self.selector, self.interval = prometheus_url, selector, exporter_interval_s
+
+    def _scalar(self, promql: str, at: float) -> float | None:
+        # Relative: the same file runs as the collection's module_utils and as the CLI's gpufleet.lib.
+        from .prometheus_verify import query
+
+        result = query(self.url, promql, at)
+        return float(result[0]["value"][1]) if result else None
+
+    def __call__(self, level: LevelResult) -> None:
+        window = level.window_end - level.window_start
+        span = f"[{max(1, round(window))}s]"
+        sel = "{" + self.selector + "}"
+        energy = f"sum(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{sel})"
+        end, start = self._scalar(energy, level.window_end), self._scalar(energy, level.window_start)
+        joules = (end - start) / 1000 if end is not None and start is not None else None
+        tokens = level.output_tokens_per_s * window
+        level.gpu = {
+            "source": self.source,
+            "util_mean_pct": self._scalar(f"avg(avg_over_time(DCGM_FI_DEV_GPU_UTIL{sel}{span}))", level.window_end),
+            "fb_used_mean_mib": self._scalar(f"avg(avg_over_time(DCGM_FI_DEV_FB_USED{sel}{span}))", level.window_end),
+            "power_mean_w": self._scalar(f"sum(avg_over_time(DCGM_FI_DEV_POWER_USAGE{sel}{span}))", level.window_end),
+            "energy_j": joules,
+            "tokens_per_joule": tokens / joules if joules else None,
+        }
+        if window < self.interval:
+            level.warnings.append(
+                f"level window {window:.0f}s is shorter than the exporter interval {self.interval:.0f}s:"
+                " GPU figures rest on one or two samples"
+            )
+
+
+def gpu_sampler(prometheus_url: str, selector: str = "", exporter_interval_s: float = 30.0) -> PrometheusGpu:
+    return PrometheusGpu(prometheus_url, selector, exporter_interval_s)
+
+
+class NvmlGpu:
+    """GPU figures from NVML (nvidia-ml-py) on the host the benchmark runs on, sampled in a thread
+    every ``period_s``: power, utilisation and memory per sample, and energy from the GPUs' own
+    energy counters (mJ since the driver loaded) read at the window's edges."""
+
+    source = "nvml"
+
+    def __init__(self, indices: list[int] | None = None, period_s: float = 0.1) -> None:
+        import threading
+
+        import pynvml
+
+        self._nvml = pynvml
+        pynvml.nvmlInit()
+        count = pynvml.nvmlDeviceGetCount()
+        self.handles = [
+            pynvml.nvmlDeviceGetHandleByIndex(i) for i in (indices if indices is not None else range(count))
+        ]
+        self.names = [pynvml.nvmlDeviceGetName(h) for h in self.handles]
+        self.samples: list[tuple[float, float, float, float, float | None]] = []  # t, W, util %, MiB, mJ
+        self._stop = threading.Event()
+        self._period = period_s
+        self._thread = threading.Thread(target=self._run, daemon=True, name="nvml-sampler")
+        self._thread.start()
+
+    def _energy_mj(self) -> float | None:
+        try:
+            return float(sum(self._nvml.nvmlDeviceGetTotalEnergyConsumption(h) for h in self.handles))
+        except self._nvml.NVMLError:
+            return None  # older GPUs have no energy counter: power samples are integrated instead
+
+    def _run(self) -> None:
+        nvml = self._nvml
+        while not self._stop.is_set():
+            watts = sum(nvml.nvmlDeviceGetPowerUsage(h) for h in self.handles) / 1000
+            util = sum(nvml.nvmlDeviceGetUtilizationRates(h).gpu for h in self.handles) / len(self.handles)
+            mib = sum(nvml.nvmlDeviceGetMemoryInfo(h).used for h in self.handles) / 2**20
+            self.samples.append((time.time(), watts, util, mib, self._energy_mj()))
+            self._stop.wait(self._period)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2)
+        self._nvml.nvmlShutdown()
+
+    def __call__(self, level: LevelResult) -> None:
+        inside = [s for s in self.samples if level.window_start <= s[0] <= level.window_end]
+        if not inside:
+            level.warnings.append("no NVML sample inside the window")
+            return
+        window = level.window_end - level.window_start
+        power = sum(s[1] for s in inside) / len(inside)
+        first, last = inside[0], inside[-1]
+        if first[4] is not None and last[4] is not None and last[0] > first[0]:
+            # The counter's delta, scaled from the samples' span to the whole window.
+            joules = (last[4] - first[4]) / 1000 * window / (last[0] - first[0])
+            energy_source = "energy counter"
+        else:
+            joules = power * window
+            energy_source = "mean power x window"
+        tokens = level.output_tokens_per_s * window
+        level.gpu = {
+            "source": self.source,
+            "gpus": self.names,
+            "samples": len(inside),
+            "util_mean_pct": sum(s[2] for s in inside) / len(inside),
+            "fb_used_mean_mib": sum(s[3] for s in inside) / len(inside),
+            "power_mean_w": power,
+            "power_max_w": max(s[1] for s in inside),
+            "energy_j": joules,
+            "energy_source": energy_source,
+            "tokens_per_joule": tokens / joules if joules else None,
+        }
+
+
+def local_gpu() -> NvmlGpu | None:
+    """NVML's view of this host's GPUs, or None where there is no NVIDIA driver or nvidia-ml-py."""
+    try:
+        sampler = NvmlGpu()
+    except Exception:
+        return None
+    if not sampler.handles:
+        sampler.close()
+        return None
+    return sampler
