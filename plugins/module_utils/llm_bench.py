@@ -140,6 +140,7 @@ class LevelResult:
     prefix_cache_hit_rate: float | None = None
     prefix_cache_source: str | None = None
     dialect: dict[str, Any] = field(default_factory=dict)
+    server: dict[str, Any] = field(default_factory=dict)  # the server's own figures (vLLM's queue, KV cache)
 
 
 # --- statistics (pure) -------------------------------------------------------
@@ -961,9 +962,10 @@ def server_cache_counters(base_url: str) -> tuple[float, float] | None:
     return (sums[_CACHE_COUNTERS[0]], sums[_CACHE_COUNTERS[1]]) if found else None
 
 
-def run_benchmark(cfg: BenchConfig, gpu: Any = None) -> BenchResult:
+def run_benchmark(cfg: BenchConfig, gpu: Any = None, server: Any = None) -> BenchResult:
     """Run the ladder. ``gpu`` (optional) is called with each LevelResult to fill its ``gpu``;
-    its ``source`` attribute names where the figures come from."""
+    its ``source`` attribute names where the figures come from. ``server`` (optional) likewise
+    fills its ``server`` figures."""
     started = time.time()
     fixed = probe_fixed_length(cfg)
     run_cfg = replace(cfg, fixed_length="on" if fixed["used"] else "off")
@@ -987,8 +989,12 @@ def run_benchmark(cfg: BenchConfig, gpu: Any = None) -> BenchResult:
         if cache_before and cache_after and cache_after[1] > cache_before[1]:
             result.prefix_cache_hit_rate = (cache_after[0] - cache_before[0]) / (cache_after[1] - cache_before[1])
             result.prefix_cache_source = "the server's vllm:prefix_cache_hits_total / queries_total"
-        if gpu is not None:
-            gpu(result)
+        for sampler in (gpu, server):
+            if sampler is not None:
+                try:
+                    sampler(result)
+                except Exception as exc:
+                    result.warnings.append(f"no {getattr(sampler, 'source', 'sampler')} figures: {exc}")
         levels.append(result)
         if result.stopped_early:
             rest = ladder[position + 1 :]

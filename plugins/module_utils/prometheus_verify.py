@@ -108,7 +108,29 @@ def dcgm_profile(include_optional: bool = True, profiling: bool = False) -> list
     return out
 
 
-PROFILES = {"dcgm": dcgm_profile}
+# The series the collection's vLLM dashboard and alert rules read (vLLM V1, >= 0.12), each with
+# its model_name label. Histograms are checked by their _bucket series, which the panels query.
+VLLM_SERIES = (
+    ("vllm:num_requests_running", 0, float("inf")),
+    ("vllm:num_requests_waiting", 0, float("inf")),
+    ("vllm:kv_cache_usage_perc", 0, 1),
+    ("vllm:prompt_tokens_total", 0, float("inf")),
+    ("vllm:generation_tokens_total", 0, float("inf")),
+    ("vllm:request_success_total", 0, float("inf")),
+    ("vllm:num_preemptions_total", 0, float("inf")),
+    ("vllm:time_to_first_token_seconds_bucket", 0, float("inf")),
+    ("vllm:inter_token_latency_seconds_bucket", 0, float("inf")),
+    ("vllm:e2e_request_latency_seconds_bucket", 0, float("inf")),
+    ("vllm:request_queue_time_seconds_bucket", 0, float("inf")),
+)
+
+
+def vllm_profile(**_: object) -> list[Expectation]:
+    """Expectations for vLLM's OpenAI server: what the dashboard and the alerts use."""
+    return [Expectation(name, (("model_name",),), low, high) for name, low, high in VLLM_SERIES]
+
+
+PROFILES = {"dcgm": dcgm_profile, "vllm": vllm_profile}
 
 
 def _get(base_url: str, path: str, params: dict[str, str] | None = None, timeout: float = 10) -> Any:

@@ -196,7 +196,7 @@ try:
 except ImportError:
     HAS_AIOHTTP = False
 
-from ansible_collections.gpufleet.platform.plugins.module_utils.bench_gpu import NvmlGpu, PrometheusGpu, local_gpu
+from ansible_collections.gpufleet.platform.plugins.module_utils.bench_telemetry import NvmlGpu, PrometheusGpu, local_gpu
 from ansible_collections.gpufleet.platform.plugins.module_utils.llm_bench import (
     BenchConfig,
     load_dataset,

@@ -13,6 +13,8 @@ description:
     presence, required labels, sample freshness and value range.
   - The C(dcgm) profile expects dcgm-exporter's default counters. Fields that not every GPU model reports are
     checked only when present, and DCGM's blank sentinel values count as "not supported", never as readings.
+  - The C(vllm) profile expects the vLLM series the collection's dashboard and alert rules read, each with its
+    C(model_name) label.
   - Waits up to O(timeout) seconds for everything to hold, then fails with what is missing and the likely cause
     it can see (a target down with its last scrape error, no target in the job, labels missing).
   - Read-only, so check mode runs the same checks.
@@ -40,7 +42,7 @@ options:
   profile:
     description: A named expectation set. C(none) checks only O(metrics).
     type: str
-    choices: [dcgm, none]
+    choices: [dcgm, vllm, none]
     default: none
   profiling_fields:
     description: With the dcgm profile, also check the DCGM_FI_PROF_* fields (they need SYS_ADMIN on the exporter).
@@ -156,7 +158,7 @@ def main() -> None:
             "url": {"type": "str", "required": True},
             "job": {"type": "str", "required": True},
             "instances": {"type": "list", "elements": "str", "default": []},
-            "profile": {"type": "str", "choices": ["dcgm", "none"], "default": "none"},
+            "profile": {"type": "str", "choices": ["dcgm", "vllm", "none"], "default": "none"},
             "profiling_fields": {"type": "bool", "default": False},
             "metrics": {
                 "type": "list",

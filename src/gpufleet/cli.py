@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from gpufleet import calibration_server, display, lab, labk8s, report, runner
-from gpufleet.lib import bench_gpu, llm_bench
+from gpufleet.lib import bench_telemetry, llm_bench
 
 EXIT_OK, EXIT_USAGE, EXIT_FAILED, EXIT_UNREACHABLE, EXIT_LAB, EXIT_CANCELLED = 0, 2, 3, 4, 5, 130
 
@@ -148,6 +148,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if not url or not model:
         print("gpufleet bench: give --url and --model, -i INVENTORY, or --calibration", file=sys.stderr)
         return EXIT_USAGE
+    if args.server != "none" and not args.prometheus_url:
+        print(
+            f"gpufleet bench: --server {args.server} reads the server's figures from --prometheus-url", file=sys.stderr
+        )
+        return EXIT_USAGE
     try:
         prompts = _prompts(args)
     except (OSError, ValueError) as exc:
@@ -159,15 +164,18 @@ def cmd_bench(args: argparse.Namespace) -> int:
         max_error_rate=args.max_error_rate, seed=args.seed, **prompts,
     )  # fmt: skip
     gpu = _gpu(args)
+    server_figures = (
+        bench_telemetry.VllmServer(args.prometheus_url, args.server_selector) if args.server == "vllm" else None
+    )
     if args.gpu != "none" and gpu is None:
         print(f"gpufleet bench: no GPU figures from --gpu {args.gpu}: no Prometheus URL, and NVML finds no GPU here",
               file=sys.stderr)  # fmt: skip
     try:
-        result = llm_bench.run_benchmark(cfg, gpu).as_dict()
+        result = llm_bench.run_benchmark(cfg, gpu, server_figures).as_dict()
     finally:
         if server:
             server.terminate()
-        if isinstance(gpu, bench_gpu.NvmlGpu):
+        if isinstance(gpu, bench_telemetry.NvmlGpu):
             gpu.close()
     out_dir = Path(args.out or runner.RUNS_DIR / "bench" / time.strftime("%Y%m%dT%H%M%S"))
     title = f"gpufleet bench: {model} at {url}" + (" (calibration stand-in)" if args.calibration else "")
@@ -195,9 +203,9 @@ def _prompts(args: argparse.Namespace) -> dict[str, Any]:
 def _gpu(args: argparse.Namespace) -> Any:
     """Prometheus (DCGM) when its URL is given, else NVML when this host has the GPU."""
     if args.gpu in ("auto", "prometheus") and args.prometheus_url:
-        return bench_gpu.PrometheusGpu(args.prometheus_url, args.gpu_selector)
+        return bench_telemetry.PrometheusGpu(args.prometheus_url, args.gpu_selector)
     if args.gpu in ("auto", "nvml"):
-        return bench_gpu.local_gpu()
+        return bench_telemetry.local_gpu()
     return None
 
 
@@ -279,6 +287,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p_bench.add_argument("--prometheus-url")
     p_bench.add_argument("--gpu-selector", default="")
+    p_bench.add_argument(
+        "--server",
+        choices=["vllm", "none"],
+        default="none",
+        help="the server's own figures (queue time, KV cache, preemptions) from --prometheus-url",
+    )
+    p_bench.add_argument("--server-selector", default="", help="label matchers of the server's series in Prometheus")
     p_bench.add_argument("--out", help="report directory (default runs/bench/<time>)")
     p_bench.add_argument("--fail-on-errors", action="store_true")
     p_bench.set_defaults(func=cmd_bench)

@@ -107,6 +107,17 @@ def notes(result: dict[str, Any]) -> list[str]:
                 f"level {lv['level']:g}: prefix cache hit rate {lv['prefix_cache_hit_rate']:.1%}"
                 f" ({lv.get('prefix_cache_source')})"
             )
+    for lv in result["levels"]:
+        server = lv.get("server") or {}
+        if server:
+            kv_mean, kv_peak = server.get("kv_cache_usage_mean"), server.get("kv_cache_usage_max")
+            kv = f"{_fmt(kv_mean, '.1%')}, peak {_fmt(kv_peak, '.1%')}"
+            lines.append(
+                f"level {lv['level']:g}, the server's own figures ({server.get('source')}): queue time mean"
+                f" {_ms(server.get('queue_time_mean_s'))}, p99 {_ms(server.get('queue_time_p99_s'))}; KV cache used"
+                f" mean {kv}; preemptions {_fmt(server.get('preemptions'), '.0f')};"
+                f" waiting at most {_fmt(server.get('waiting_max'), '.0f')}"
+            )
     lines.append(f"GPU figures: {result.get('gpu_source', 'none')}")
     return lines
 

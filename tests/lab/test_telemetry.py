@@ -96,7 +96,7 @@ def test_other_key_is_refused(converged):
 
 
 def test_benchmark_gpu_correlation_reads_the_dcgm_series(converged):
-    from ansible_collections.gpufleet.platform.plugins.module_utils import bench_gpu
+    from ansible_collections.gpufleet.platform.plugins.module_utils import bench_telemetry
     from ansible_collections.gpufleet.platform.plugins.module_utils import llm_bench as lb
 
     # The window must hold 20 s of samples; earlier drills cut the tunnel, so wait for them.
@@ -107,7 +107,7 @@ def test_benchmark_gpu_correlation_reads_the_dcgm_series(converged):
     now = time.time()
     level = lb.judge_level(lb.BenchConfig(base_url="x"), 1, [], [], 0.0, now - 20, now)
     level.output_tokens_per_s = 100.0
-    bench_gpu.gpu_sampler(PROMETHEUS, 'instance="gpu1"', exporter_interval_s=30)(level)
+    bench_telemetry.gpu_sampler(PROMETHEUS, 'instance="gpu1"', exporter_interval_s=30)(level)
     assert level.gpu["source"] == "prometheus (DCGM)"
     assert 0 <= level.gpu["util_mean_pct"] <= 100
     assert level.gpu["fb_used_mean_mib"] > 0

@@ -14,6 +14,7 @@ VLLM = {
     "vllm:prompt_tokens_total", "vllm:generation_tokens_total", "vllm:request_success_total",
     "vllm:time_to_first_token_seconds_bucket", "vllm:inter_token_latency_seconds_bucket",
     "vllm:e2e_request_latency_seconds_bucket", "vllm:request_queue_time_seconds_bucket",
+    "vllm:num_preemptions_total", "vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total",
 }  # fmt: skip
 TRITON = {
     "nv_inference_request_success", "nv_inference_request_failure", "nv_inference_count", "nv_inference_exec_count",

@@ -1,8 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
-"""GPU figures for a benchmark's levels: NVML where the benchmark runs on the GPU's host,
-DCGM through Prometheus elsewhere. Each sampler is called with a finished LevelResult and
-fills its ``gpu`` (naming its source); ``tokens_per_joule`` comes from an energy counter
-where the GPU has one."""
+"""What the GPU and the server report during a benchmark's levels.
+
+GPU figures: NVML where the benchmark runs on the GPU's host, DCGM through Prometheus
+elsewhere; each sampler is called with a finished LevelResult and fills its ``gpu`` (naming
+its source); ``tokens_per_joule`` comes from an energy counter where the GPU has one.
+Server figures: vLLM's own queue time, KV cache usage and preemptions, read from the
+Prometheus that scrapes it, fill ``server``."""
 
 from __future__ import annotations
 
@@ -141,3 +144,36 @@ def local_gpu() -> NvmlGpu | None:
         sampler.close()
         return None
     return sampler
+
+
+class VllmServer:
+    """Per level, from the Prometheus that scrapes vLLM: the server's own queue time (mean, and
+    P99 from its histogram), KV cache usage (mean and peak) and preemptions over the window."""
+
+    source = "prometheus (vLLM)"
+
+    def __init__(self, prometheus_url: str, selector: str = "") -> None:
+        self.url, self.selector = prometheus_url, selector
+
+    def _scalar(self, promql: str, at: float) -> float | None:
+        from .prometheus_verify import query
+
+        result = query(self.url, promql, at)
+        return float(result[0]["value"][1]) if result else None
+
+    def __call__(self, level: LevelResult) -> None:
+        window = f"[{max(1, round(level.window_end - level.window_start))}s]"
+        sel, at = "{" + self.selector + "}", level.window_end
+        queue = f"vllm:request_queue_time_seconds_sum{sel}", f"vllm:request_queue_time_seconds_count{sel}"
+        buckets = f"vllm:request_queue_time_seconds_bucket{sel}{window}"
+        level.server = {
+            "source": self.source,
+            "queue_time_mean_s": self._scalar(
+                f"sum(increase({queue[0]}{window})) / sum(increase({queue[1]}{window}))", at
+            ),
+            "queue_time_p99_s": self._scalar(f"histogram_quantile(0.99, sum by (le) (increase({buckets})))", at),
+            "kv_cache_usage_mean": self._scalar(f"avg(avg_over_time(vllm:kv_cache_usage_perc{sel}{window}))", at),
+            "kv_cache_usage_max": self._scalar(f"max(max_over_time(vllm:kv_cache_usage_perc{sel}{window}))", at),
+            "preemptions": self._scalar(f"sum(increase(vllm:num_preemptions_total{sel}{window}))", at),
+            "waiting_max": self._scalar(f"max(max_over_time(vllm:num_requests_waiting{sel}{window}))", at),
+        }
