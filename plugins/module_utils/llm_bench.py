@@ -839,7 +839,7 @@ def judge_level(
     if reasons:
         invalid.append("client-bound")
     if records and not good:
-        invalid.append("no request completed inside the window")
+        invalid.append("no request sent inside the window succeeded")
     e2e = [m["e2e"] for m in metrics]
     warnings = []
     if e2e and percentile(e2e, 50) > window:
