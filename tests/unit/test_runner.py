@@ -131,3 +131,15 @@ def test_the_bench_target_comes_from_the_inventory(tmp_path):
     assert bench_target(tmp_path) == ("http://v:8000", "opt")
     (tmp_path / "group_vars" / "all.yml").write_text("other: 1\n")
     assert bench_target(tmp_path) is None
+
+
+def test_verify_rows_fit_the_run_summary_schema():
+    import jsonschema
+
+    from gpufleet import runner
+    from gpufleet.runner import CheckRow
+
+    schema = json.loads((Path(runner.__file__).parent / "run-summary.schema.json").read_text())
+    rows = [CheckRow("localhost", "DCGM: target gpu1", "passed", "up", "http://prom:9090 job gpufleet-dcgm")]
+    summary = Summary("playbooks/verify.yml", "successful", 0, "runs/x", 1.0, checks=rows)
+    jsonschema.validate(summary.as_dict(), schema)
