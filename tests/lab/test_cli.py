@@ -179,4 +179,5 @@ def test_verify_prints_a_pass_fail_table(converged, tmp_path):
     gpu = rows[("gpu1", "GPU driver and devices (driver new enough for DCGM 3.5)")]
     assert gpu["status"] == "skipped" and gpu["detail"].startswith("skipped: "), gpu
     assert re.search(r"verify: \d+ passed, [1-9]\d* failed, 1 skipped", proc.stderr), proc.stderr
-    assert re.search(r"FAILED\s+localhost\s+inference endpoint nothing-listens: [\w-]+ +http://127.0.0.1:9", proc.stderr)
+    failed_row = r"FAILED\s+localhost\s+inference endpoint nothing-listens: [\w-]+ +http://127.0.0.1:9"
+    assert re.search(failed_row, proc.stderr), proc.stderr
