@@ -123,7 +123,12 @@ class Tracker:
             self.checks.append(CheckRow(host, name, "skipped", "nothing listed to check", host))
             return
         if kind == "runner_on_skipped":
-            reason = str(result.get("false_condition") or result.get("skip_reason") or "condition false")
+            reason = str(
+                result.get("false_condition")
+                or result.get("skipped_reason")
+                or result.get("skip_reason")
+                or "condition false"
+            )
             self.checks.append(CheckRow(host, name, "skipped", f"skipped: {reason}", host))
             return
         # A looped check has one row per item, and a module that reports its own checks a row per check.

@@ -72,7 +72,8 @@ def test_check_tasks_become_rows_of_the_verify_table():
     tracker = Tracker()
     ok = {"host": "localhost", "task": "Check: DCGM metrics", "res": {"msg": "19 metric(s) ok"}}
     tracker({"event": "runner_on_ok", "event_data": ok})
-    tracker({"event": "runner_on_skipped", "event_data": {"host": "gpu1", "task": "Check: GPU driver", "res": {}}})
+    skipped = {"host": "gpu1", "task": "Check: GPU driver", "res": {"false_condition": "gpufleet_gpu_present"}}
+    tracker({"event": "runner_on_skipped", "event_data": skipped})
     items = [
         {"_ansible_item_label": "vllm", "msg": "openai endpoint: health, models, completion ok"},
         {"_ansible_item_label": "triton", "failed": True, "msg": "kserve_v2 endpoint: ready: 503"},
@@ -91,6 +92,7 @@ def test_check_tasks_become_rows_of_the_verify_table():
     ]
     assert tracker.checks[3].detail == "kserve_v2 endpoint: ready: 503"
     assert tracker.checks[4].detail == "nothing listed to check"
+    assert tracker.checks[1].detail == "skipped: gpufleet_gpu_present"
 
 
 def test_module_reported_parts_become_rows_with_their_targets():
