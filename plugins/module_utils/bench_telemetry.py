@@ -16,6 +16,15 @@ if TYPE_CHECKING:
     from .llm_bench import LevelResult
 
 
+def prometheus_scalar(url: str, promql: str, at: float) -> float | None:
+    """The first value of an instant query at a time, or None when it returns nothing."""
+    # Relative: the same file runs as the collection's module_utils and as the CLI's gpufleet.lib.
+    from .prometheus_verify import query
+
+    result = query(url, promql, at)
+    return float(result[0]["value"][1]) if result else None
+
+
 class PrometheusGpu:
     """Per level, from the DCGM exporter's series in Prometheus: mean utilisation, framebuffer
     and power over the steady window, energy as the delta of the energy counter (mJ)."""
@@ -26,11 +35,7 @@ class PrometheusGpu:
         self.url, self.selector, self.interval = prometheus_url, selector, exporter_interval_s
 
     def _scalar(self, promql: str, at: float) -> float | None:
-        # Relative: the same file runs as the collection's module_utils and as the CLI's gpufleet.lib.
-        from .prometheus_verify import query
-
-        result = query(self.url, promql, at)
-        return float(result[0]["value"][1]) if result else None
+        return prometheus_scalar(self.url, promql, at)
 
     def __call__(self, level: LevelResult) -> None:
         window = level.window_end - level.window_start
@@ -156,10 +161,7 @@ class VllmServer:
         self.url, self.selector = prometheus_url, selector
 
     def _scalar(self, promql: str, at: float) -> float | None:
-        from .prometheus_verify import query
-
-        result = query(self.url, promql, at)
-        return float(result[0]["value"][1]) if result else None
+        return prometheus_scalar(self.url, promql, at)
 
     def __call__(self, level: LevelResult) -> None:
         window = f"[{max(1, round(level.window_end - level.window_start))}s]"

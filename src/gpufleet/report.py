@@ -151,6 +151,11 @@ def _concurrency_axis(ax: Any, levels: list[float]) -> None:
     ax.grid(True, which="major", alpha=0.3)
 
 
+def _points(levels: list[dict[str, Any]], value: Any) -> list[tuple[float, float]]:
+    """(concurrency, value(level)) for each level with a number to draw."""
+    return [(float(lv["level"]), v) for lv in levels if _number(v := value(lv))]
+
+
 def charts(result: dict[str, Any]) -> list[str]:
     """Throughput, latency percentiles, GPU power and efficiency, and TTFT distributions."""
     import matplotlib
@@ -185,7 +190,7 @@ def charts(result: dict[str, Any]) -> list[str]:
         ("TTFT p50", "ttft", "p50", "o-"), ("TTFT p99", "ttft", "p99", "o--"), ("TPOT p50", "tpot", "p50", "s-"),
         ("ITL p50", "itl", "p50", "^-"), ("E2E p50", "e2e", "p50", "d-"), ("E2E p99", "e2e", "p99", "d--"),
     ):  # fmt: skip
-        points = [(float(lv["level"]), lv[key][pct]) for lv in lvs if _number(lv[key][pct]) and lv[key][pct] > 0]
+        points = [(x, y) for x, y in _points(lvs, lambda lv: lv[key][pct]) if y > 0]  # noqa: B023 - used at once
         if points:
             ax.plot(*zip(*points, strict=True), style, label=name)
     _concurrency_axis(ax, x)
@@ -196,14 +201,12 @@ def charts(result: dict[str, Any]) -> list[str]:
     out.append(_svg(fig))
     plt.close(fig)
 
-    power = [(float(lv["level"]), lv["gpu"].get("power_mean_w")) for lv in lvs if lv.get("gpu")]
-    power = [(a, b) for a, b in power if _number(b)]
+    power = _points(lvs, lambda lv: (lv.get("gpu") or {}).get("power_mean_w"))
     if power:
         fig, ax = plt.subplots()
         ax.plot(*zip(*power, strict=True), "o-", color="#d62", label="mean power (W)")
         ax.set_ylabel("GPU power, W")
-        efficiency = [(float(lv["level"]), lv["gpu"].get("tokens_per_joule")) for lv in lvs if lv.get("gpu")]
-        efficiency = [(a, b) for a, b in efficiency if _number(b)]
+        efficiency = _points(lvs, lambda lv: (lv.get("gpu") or {}).get("tokens_per_joule"))
         if efficiency:
             twin = ax.twinx()
             twin.plot(*zip(*efficiency, strict=True), "s--", color="#148", label="tokens per joule")
