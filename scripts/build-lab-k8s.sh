@@ -30,6 +30,20 @@ if [ ! -f "$kserve_crd" ]; then
   kserve=$(GOFLAGS=-mod=mod go mod download -json "github.com/kserve/kserve@$KSERVE_VERSION" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')
   install -m 0644 "$kserve/config/crd/full/serving.kserve.io_inferenceservices.yaml" "$kserve_crd"
 fi
+# helm, as its own Makefile builds it: the Kubernetes version `helm template` assumes without a
+# cluster is client-go's (1.20 otherwise, which charts' kubeVersion constraints refuse).
+helm_stamp=$out/.built-helm-$HELM_VERSION
+if [ ! -f "$helm_stamp" ]; then
+  export GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0
+  echo "k8s tools: building helm $HELM_VERSION ($(date +%T))"
+  client_go=$(sed -n 's#^\s*k8s.io/client-go v0\.\([0-9]*\)\..*#\1#p' \
+    "$(go mod download -json "helm.sh/helm/v3@$HELM_VERSION" | sed -n 's/.*"GoMod": "\(.*\)",/\1/p')")
+  kv="-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$client_go"
+  kv="$kv -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$client_go"
+  GOBIN=$bin go install -trimpath -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION $kv" \
+    "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+  touch "$helm_stamp"
+fi
 if [ -f "$stamp" ]; then
   echo "k8s tools: $out is up to date"
   exit 0
@@ -77,9 +91,6 @@ go build -trimpath -ldflags "-s -w" -o "$bin/etcd" go.etcd.io/etcd/server/v3
 # Tools whose modules carry no replace directives install directly.
 step "building kwok $KWOK_VERSION"
 GOBIN=$bin go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
-step "building helm $HELM_VERSION"
-GOBIN=$bin go install -trimpath -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" \
-  "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
 step "building controller-gen $CONTROLLER_TOOLS_VERSION"
 GOBIN=$bin go install -trimpath "sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_TOOLS_VERSION"
 

@@ -1,11 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Filters that turn ServiceMonitors into Prometheus scrape configs (the lab's operator stand-in)."""
+"""Filters that turn ServiceMonitors into Prometheus scrape configs (the lab's operator stand-in),
+and check an Alertmanager configuration."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.gpufleet.platform.plugins.module_utils.alertmanager import config_problems
 from ansible_collections.gpufleet.platform.plugins.module_utils.servicemonitor import (
     UnsupportedServiceMonitor,
     endpoints_targets,
@@ -45,4 +47,5 @@ class FilterModule:
         return {
             "servicemonitor_scrape_configs": servicemonitor_scrape_configs,
             "kubernetes_endpoints_targets": kubernetes_endpoints_targets,
+            "alertmanager_config_problems": config_problems,
         }

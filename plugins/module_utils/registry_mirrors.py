@@ -8,9 +8,16 @@ A mirror entry says which registry it stands in for and where to pull from inste
       upstream: https://registry-1.docker.io     # optional: where the registry really is
       skip_verify: false                         # optional: TLS not verified (test mirrors only)
       ca_file: /etc/ssl/mirror-ca.pem            # optional: CA on the nodes for the endpoints
+      project: dockerhub-proxy                   # optional: a path prefix the endpoints serve the
+                                                 # registry's images under (a Harbor proxy-cache project)
 
 Rendered as containerd's certs.d/<registry>/hosts.toml, k3s's registries.yaml and
-Docker's daemon.json registry-mirrors (Docker mirrors Docker Hub only).
+Docker's daemon.json registry-mirrors (Docker mirrors Docker Hub only, without a project).
+
+A Harbor proxy-cache project serves docker.io/library/busybox:1 as
+https://harbor/v2/<project>/library/busybox/manifests/1. containerd gets the host URL with that
+path and `override_path = true` (it then adds no /v2 itself); k3s keeps the endpoint and
+rewrites every repository to <project>/<repository>.
 """
 
 from __future__ import annotations
@@ -22,7 +29,8 @@ from urllib.parse import urlsplit
 
 DOCKER_HUB = "docker.io"
 _REGISTRY = re.compile(r"^(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)(?:\.[a-zA-Z0-9-]+)*(?::[0-9]{1,5})?$")
-_KEYS = {"registry", "endpoints", "upstream", "skip_verify", "ca_file"}
+_KEYS = {"registry", "endpoints", "upstream", "skip_verify", "ca_file", "project"}
+_PROJECT = re.compile(r"^[a-z0-9]+(?:[._-][a-z0-9]+)*$")  # Harbor's project names
 
 
 class MirrorError(ValueError):
@@ -60,6 +68,9 @@ def normalize(mirrors: object) -> list[dict[str, Any]]:
             raise MirrorError(f"{where}.ca_file: {ca_file!r} must be an absolute path on the nodes")
         if not isinstance(entry.get("skip_verify", False), bool):
             raise MirrorError(f"{where}.skip_verify must be true or false")
+        project = entry.get("project")
+        if project is not None and not (isinstance(project, str) and _PROJECT.match(project)):
+            raise MirrorError(f"{where}.project: {project!r} is not a project name (lower case, digits, . _ -)")
         result.append(
             {
                 "registry": registry,
@@ -67,6 +78,7 @@ def normalize(mirrors: object) -> list[dict[str, Any]]:
                 "upstream": _url(entry.get("upstream", default_upstream), f"{where}.upstream"),
                 "skip_verify": entry.get("skip_verify", False),
                 "ca_file": ca_file,
+                "project": project,
             }
         )
     registries = [m["registry"] for m in result]
@@ -99,8 +111,13 @@ def containerd_hosts_toml(entry: dict[str, Any]) -> str:
     lines = ["# Managed by gpufleet: pull through the mirrors below, then the registry itself.",
              f"server = {_toml_string(entry['upstream'])}", ""]  # fmt: skip
     for endpoint in entry["endpoints"]:
-        lines.append(f"[host.{_toml_string(endpoint)}]")
-        lines.append('  capabilities = ["pull", "resolve"]')
+        if entry["project"]:
+            lines.append(f"[host.{_toml_string(endpoint + '/v2/' + entry['project'])}]")
+            lines.append('  capabilities = ["pull", "resolve"]')
+            lines.append("  override_path = true")
+        else:
+            lines.append(f"[host.{_toml_string(endpoint)}]")
+            lines.append('  capabilities = ["pull", "resolve"]')
         if entry["skip_verify"]:
             lines.append("  skip_verify = true")
         if entry["ca_file"]:
@@ -112,7 +129,12 @@ def containerd_hosts_toml(entry: dict[str, Any]) -> str:
 def k3s_registries(mirrors: object) -> dict[str, Any]:
     """k3s's registries.yaml content."""
     entries = normalize(mirrors)
-    document: dict[str, Any] = {"mirrors": {m["registry"]: {"endpoint": m["endpoints"]} for m in entries}}
+    document: dict[str, Any] = {"mirrors": {}}
+    for m in entries:
+        mirror: dict[str, Any] = {"endpoint": m["endpoints"]}
+        if m["project"]:
+            mirror["rewrite"] = {"^(.*)$": f"{m['project']}/$1"}
+        document["mirrors"][m["registry"]] = mirror
     configs = {}
     for m in entries:
         tls: dict[str, Any] = {}
@@ -130,4 +152,11 @@ def k3s_registries(mirrors: object) -> dict[str, Any]:
 
 def docker_registry_mirrors(mirrors: object) -> list[str]:
     """Docker's daemon.json registry-mirrors: Docker consults mirrors for Docker Hub only."""
-    return [e for m in normalize(mirrors) if m["registry"] == DOCKER_HUB for e in m["endpoints"]]
+    entries = normalize(mirrors)
+    for index, m in enumerate(entries):
+        if m["registry"] == DOCKER_HUB and m["project"]:
+            raise MirrorError(
+                f"gpufleet_registry_mirrors[{index}].project: Docker's registry-mirrors cannot add a path prefix;"
+                " point Docker at a mirror that serves Docker Hub at its root, or leave docker out of the engines"
+            )
+    return [e for m in entries if m["registry"] == DOCKER_HUB for e in m["endpoints"]]

@@ -241,6 +241,16 @@ def taint(value: object) -> bool:
     return match is not None and label_key(match["key"]) and label_value(match["value"] or "")
 
 
+def k8s_resources(value: object) -> bool:
+    """A container's resources with CPU and memory requests (not BestEffort) and valid quantities."""
+    if not isinstance(value, dict) or set(value) - {"requests", "limits"}:
+        return False
+    requests, limits = value.get("requests"), value.get("limits", {})
+    if not isinstance(requests, dict) or not {"cpu", "memory"} <= set(requests) or not isinstance(limits, dict):
+        return False
+    return all(k8s_quantity(str(q)) for q in [*requests.values(), *limits.values()])
+
+
 KINDS: dict[str, tuple[Callable[[object], bool], str]] = {
     "port": (port, "a port, 1-65535"),
     "host": (host, "an IP address or a DNS name, without scheme, port or path"),
@@ -261,6 +271,10 @@ KINDS: dict[str, tuple[Callable[[object], bool], str]] = {
     "image": (image_reference, "an image reference pinned by a tag other than latest, or by a digest"),
     "duration": (duration, "a duration such as 30s, 10m or 15d"),
     "k8s_quantity": (k8s_quantity, "a Kubernetes quantity such as 4Gi"),
+    "k8s_resources": (
+        k8s_resources,
+        "requests with cpu and memory (and optional limits), as quantities: {requests: {cpu: 100m, memory: 128Mi}}",
+    ),
     "byte_size": (byte_size, "a byte size such as 50GB"),
     "version": (version, "a release version such as 1.17.8 or v25.3.4"),
     "sha256": (sha256, "a sha256 checksum, 64 hex digits (lower case)"),

@@ -209,6 +209,20 @@ def check_prerequisites(path: Path = DEBIAN_REQUIREMENTS) -> None:
         raise LabError(
             f"missing lab prerequisites: {found}. Run scripts/setup.sh, or: apt-get install {' '.join(missing)}"
         )
+    absent = [chart for chart in LAB_CHARTS if not (charts_dir() / chart).is_file()]
+    if absent:
+        raise LabError(
+            f"missing lab prerequisites: the released charts {', '.join(absent)} in {charts_dir()}."
+            " Put them there (the folder beside the checkout, ../shared/charts), or set GPUFLEET_CHARTS_DIR"
+        )
+
+
+# The real charts the lab installs (no chart repository is reachable here): beside the checkout.
+LAB_CHARTS = ("kube-prometheus-stack-79.0.1.tgz", "gpu-operator-v25.3.4.tgz")
+
+
+def charts_dir() -> Path:
+    return Path(os.environ.get("GPUFLEET_CHARTS_DIR", REPO_ROOT.parent / "shared" / "charts"))
 
 
 def ensure_image(log: bool = True) -> str:

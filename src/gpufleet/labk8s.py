@@ -357,6 +357,22 @@ def _ensure_nodes_and_crds(deadline: float) -> None:
     except ApiException as exc:
         if exc.status != 409:
             raise
+    # A StorageClass, as every production cluster has one: the monitoring role checks that the class
+    # of Prometheus's volume exists. No provisioner: kwok's pods need no volume.
+    storage: Any = client.StorageV1Api(api_client)
+    try:
+        storage.create_storage_class(
+            {
+                "apiVersion": "storage.k8s.io/v1",
+                "kind": "StorageClass",
+                "metadata": {"name": "lab-local"},
+                "provisioner": "kubernetes.io/no-provisioner",
+                "volumeBindingMode": "WaitForFirstConsumer",
+            }
+        )
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
     for crd in sorted(crd_dir().glob("*.yaml")):
         try:
             utils.create_from_yaml(api_client, str(crd))  # type: ignore[no-untyped-call]

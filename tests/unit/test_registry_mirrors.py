@@ -64,3 +64,27 @@ def test_bad_entries_are_named(mirrors, named):
 )
 def test_references_split_as_containerd_resolves_them(reference, split):
     assert rm.split_reference(reference) == split
+
+
+HARBOR = {"registry": "docker.io", "endpoints": ["https://harbor.internal"], "project": "dockerhub-proxy"}
+
+
+def test_a_harbor_project_is_a_prefixed_host_with_override_path_for_containerd():
+    document = tomllib.loads(rm.containerd_hosts_toml(HARBOR))
+    assert document["host"] == {
+        "https://harbor.internal/v2/dockerhub-proxy": {"capabilities": ["pull", "resolve"], "override_path": True}
+    }
+
+
+def test_a_harbor_project_is_a_rewrite_for_k3s():
+    assert rm.k3s_registries([HARBOR])["mirrors"]["docker.io"] == {
+        "endpoint": ["https://harbor.internal"],
+        "rewrite": {"^(.*)$": "dockerhub-proxy/$1"},
+    }
+
+
+def test_docker_cannot_use_a_project_and_says_so():
+    with pytest.raises(rm.MirrorError, match=r"gpufleet_registry_mirrors\[0\].project: Docker"):
+        rm.docker_registry_mirrors([HARBOR])
+    with pytest.raises(rm.MirrorError, match=r"\[0\].project: 'Docker Hub' is not a project name"):
+        rm.normalize([{**HARBOR, "project": "Docker Hub"}])

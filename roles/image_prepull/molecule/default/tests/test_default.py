@@ -36,6 +36,16 @@ def test_hosts_toml_is_read_by_cri(host):
     assert json.loads(parsed)["host"][f"http://{address('mirror')}:5000"]["capabilities"] == ["pull", "resolve"]
 
 
+def test_a_harbor_style_project_serves_the_image(host):
+    # proxied.invalid exists nowhere: the node got the image only through the project path.
+    assert "proxied.invalid/gpufleet/prepull-fixture:1" in host.check_output("ctr -n k8s.io images ls -q").split()
+    hosts_toml = host.file("/etc/containerd/certs.d/proxied.invalid/hosts.toml").content_string
+    assert f'[host."http://{address("upstream")}:5000/v2/harbor-proxy"]' in hosts_toml
+    assert "override_path = true" in hosts_toml
+    log = other("upstream").check_output("journalctl -u docker-registry --no-pager -o cat")
+    assert re.search(r'http.request.uri="/v2/harbor-proxy/gpufleet/prepull-fixture/manifests/1"', log)
+
+
 @pytest.fixture(scope="module")
 def upstream_blob_gets():
     log = other("upstream").check_output("journalctl -u docker-registry --no-pager -o cat")

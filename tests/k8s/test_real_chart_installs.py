@@ -1,0 +1,58 @@
+"""The real kube-prometheus-stack chart installed and upgraded by the monitoring role in the lab's
+API server: the upgrade from 77.14.0 to 79.0.1 brings the newer chart's CRDs (helm alone keeps the
+old ones, v0.85.0, since it never upgrades CRDs)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from kubernetes import client
+
+from gpufleet.lab import LAB_INVENTORY, REPO_ROOT, charts_dir
+
+PLAYBOOK = Path(__file__).parent / "playbooks" / "monitoring_chart.yml"
+HELM = REPO_ROOT / ".cache/k8s/1.36.3/bin/helm"
+pytestmark = pytest.mark.skipif(not charts_dir().is_dir(), reason=f"the released charts are not in {charts_dir()}")
+
+
+def converge(namespace: str, version: str) -> dict:
+    cmd = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(LAB_INVENTORY.parent), str(PLAYBOOK),
+           "-e", json.dumps({"test_namespace": namespace, "test_chart_version": version})]  # fmt: skip
+    env = {"ANSIBLE_STDOUT_CALLBACK": "json", "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"), "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO_ROOT, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    return json.loads(proc.stdout)["stats"]["localhost"]
+
+
+def crd_versions(api: client.ApiClient) -> dict[str, str]:
+    crds = client.ApiextensionsV1Api(api).list_custom_resource_definition().items
+    return {
+        c.metadata.name: c.metadata.annotations.get("operator.prometheus.io/version")
+        for c in crds
+        if c.metadata.name.endswith(".monitoring.coreos.com")
+    }
+
+
+def test_an_upgrade_of_the_chart_upgrades_its_crds(api, namespace):
+    try:
+        converge(namespace, "77.14.0")
+        assert set(crd_versions(api).values()) == {"0.85.0"}
+        converge(namespace, "79.0.1")
+        versions = crd_versions(api)
+        assert len(versions) == 10 and set(versions.values()) == {"0.86.1"}, versions
+        release = subprocess.run(
+            [str(HELM), "--kubeconfig", str(REPO_ROOT / ".lab/k8s/admin.kubeconfig"), "list", "-n", namespace,
+             "-o", "json"],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        [status] = json.loads(release.stdout)
+        assert (status["revision"], status["chart"]) == ("2", "kube-prometheus-stack-79.0.1")
+        assert converge(namespace, "79.0.1")["changed"] == 0  # a re-run changes nothing
+    finally:
+        subprocess.run(
+            [str(HELM), "--kubeconfig", str(REPO_ROOT / ".lab/k8s/admin.kubeconfig"), "uninstall", namespace,
+             "-n", namespace, "--wait"],
+            capture_output=True, check=False,
+        )  # fmt: skip
