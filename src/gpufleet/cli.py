@@ -44,8 +44,10 @@ def cmd_lab(args: argparse.Namespace) -> int:
             subprocess.run([str(lab.REPO_ROOT / "scripts" / "build-lab-k8s.sh")], check=True,
                            stdout=sys.stderr if args.json else None)  # fmt: skip
             started = time.monotonic()
-            doc["kubeconfig"] = str(labk8s.up())
-            say(f"control plane v{labk8s.K8S_VERSION} up in {time.monotonic() - started:.1f}s: {doc['kubeconfig']}")
+            labk8s.up()
+            doc["kubeconfigs"] = {name: str(labk8s.kubeconfig_path(name)) for name in labk8s.CLUSTERS}
+            say(f"clusters v{labk8s.K8S_VERSION} up in {time.monotonic() - started:.1f}s: "
+                + ", ".join(f"{name} {path}" for name, path in doc["kubeconfigs"].items()))  # fmt: skip
     elif args.action == "down":
         stopped = labk8s.down()
         removed = lab.down()

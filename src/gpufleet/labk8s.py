@@ -1,10 +1,11 @@
-"""The lab's Kubernetes control plane: real etcd, kube-apiserver, controller-manager and
-scheduler built from Go modules (scripts/build-lab-k8s.sh), with kwok simulating nodes.
+"""The lab's two Kubernetes clusters, as production has them: the main cluster (monitoring, the
+telemetry objects) and the GPU cluster (the k3s side: operator or exporter, vLLM, Triton). Each is
+real etcd, kube-apiserver, controller-manager and scheduler built from Go modules
+(scripts/build-lab-k8s.sh), with its own CA, kubeconfig and CRDs, and kwok simulating its nodes.
 
-Everything listens on loopback. The API server runs with TLS, RBAC (and Node
-authorisation), service-account tokens and the default admission plugins, as in a
-real cluster. Its state lives under .lab/k8s/; `down` stops the processes and
-removes it.
+Everything listens on loopback. The API servers run with TLS, RBAC (and Node authorisation),
+service-account tokens and the default admission plugins, as in a real cluster. A cluster's
+state lives under .lab/k8s/<cluster>/; `down` stops the processes and removes it.
 """
 
 from __future__ import annotations
@@ -18,19 +19,18 @@ import ssl
 import subprocess
 import time
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gpufleet.lab import REPO_ROOT, LabError, lab_dir
 
 K8S_VERSION = os.environ.get("K8S_VERSION", "1.36.3")
-API_PORT = 16443
-ETCD_PORT = 23790
 SERVICE_CIDR = "10.96.0.0/16"
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 
-# Nodes of the lab cluster: named like the lab inventory's hosts. The GPU node
-# carries what the GPU Operator's feature discovery and device plugin would add.
+# Nodes of the lab clusters: named like the lab inventory's hosts. The GPU node carries what the
+# GPU Operator's feature discovery and device plugin would add.
 NODES: dict[str, dict[str, Any]] = {
     "m1": {"labels": {"node-role.kubernetes.io/control-plane": ""}, "capacity": {}},
     "gpu1": {
@@ -49,6 +49,25 @@ NODES: dict[str, dict[str, Any]] = {
 }
 
 
+@dataclass(frozen=True)
+class Cluster:
+    name: str
+    api_port: int
+    etcd_port: int
+    port_offset: int  # added to the controller-manager's, scheduler's and kwok's ports
+    nodes: tuple[str, ...]
+    # CRDs built by scripts/build-lab-k8s.sh that the cluster starts with, by file name prefix:
+    # the main cluster the Prometheus Operator's (the monitoring role replaces them with its
+    # chart's), the GPU cluster KServe's, as if installed there.
+    crds: tuple[str, ...]
+
+
+CLUSTERS = {
+    "main": Cluster("main", 16443, 23790, 0, ("m1",), ("monitoring.coreos.com_",)),
+    "gpu": Cluster("gpu", 16444, 23810, 1, ("gpu1",), ("serving.kserve.io_",)),
+}
+
+
 def bin_dir() -> Path:
     default = str(REPO_ROOT / ".cache" / "k8s" / K8S_VERSION)
     return Path(os.environ.get("GPUFLEET_K8S_DIR", default)) / "bin"
@@ -58,18 +77,18 @@ def crd_dir() -> Path:
     return bin_dir().parent / "crds"
 
 
-def state_dir() -> Path:
-    return Path(lab_dir(), "k8s")
+def state_dir(cluster: str = "main") -> Path:
+    return Path(lab_dir(), "k8s", cluster)
 
 
-def kubeconfig_path() -> Path:
-    return state_dir() / "admin.kubeconfig"
+def kubeconfig_path(cluster: str = "main") -> Path:
+    return state_dir(cluster) / "admin.kubeconfig"
 
 
 # --- PKI -----------------------------------------------------------------------
 
 
-def _write_pki(pki: Path) -> None:
+def _write_pki(pki: Path, cluster: str) -> None:
     """CA, API server serving cert, client certs per component, service-account key."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
@@ -90,7 +109,7 @@ def _write_pki(pki: Path) -> None:
         path.chmod(mode)
 
     ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "gpufleet-lab-ca")])
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"gpufleet-lab-{cluster}-ca")])
     ca = (
         x509.CertificateBuilder()
         .subject_name(ca_name)
@@ -148,13 +167,14 @@ def _write_pki(pki: Path) -> None:
     )
 
 
-def _kubeconfig(pki: Path, user: str) -> str:
+def _kubeconfig(pki: Path, user: str, cluster: Cluster) -> str:
+    name = f"gpufleet-lab-{cluster.name}"
     return f"""apiVersion: v1
 kind: Config
 clusters:
-- name: gpufleet-lab
+- name: {name}
   cluster:
-    server: https://127.0.0.1:{API_PORT}
+    server: https://127.0.0.1:{cluster.api_port}
     certificate-authority: {pki}/ca.crt
 users:
 - name: {user}
@@ -162,34 +182,35 @@ users:
     client-certificate: {pki}/{user}.crt
     client-key: {pki}/{user}.key
 contexts:
-- name: gpufleet-lab
-  context: {{cluster: gpufleet-lab, user: {user}}}
-current-context: gpufleet-lab
+- name: {name}
+  context: {{cluster: {name}, user: {user}}}
+current-context: {name}
 """
 
 
 # --- processes -------------------------------------------------------------------
 
 
-def _commands(state: Path) -> dict[str, list[str]]:
+def _commands(state: Path, cluster: Cluster) -> dict[str, list[str]]:
     pki, b = state / "pki", bin_dir()
+    api_port, etcd_port, offset = cluster.api_port, cluster.etcd_port, cluster.port_offset * 100
     return {
         "etcd": [
             str(b / "etcd"),
-            "--name=lab",
+            f"--name={cluster.name}",
             f"--data-dir={state}/etcd",
-            f"--listen-client-urls=http://127.0.0.1:{ETCD_PORT}",
-            f"--advertise-client-urls=http://127.0.0.1:{ETCD_PORT}",
-            f"--listen-peer-urls=http://127.0.0.1:{ETCD_PORT + 10}",
-            f"--initial-advertise-peer-urls=http://127.0.0.1:{ETCD_PORT + 10}",
-            f"--initial-cluster=lab=http://127.0.0.1:{ETCD_PORT + 10}",
+            f"--listen-client-urls=http://127.0.0.1:{etcd_port}",
+            f"--advertise-client-urls=http://127.0.0.1:{etcd_port}",
+            f"--listen-peer-urls=http://127.0.0.1:{etcd_port + 10}",
+            f"--initial-advertise-peer-urls=http://127.0.0.1:{etcd_port + 10}",
+            f"--initial-cluster={cluster.name}=http://127.0.0.1:{etcd_port + 10}",
             "--log-level=warn",
         ],
         "kube-apiserver": [
             str(b / "kube-apiserver"),
-            f"--etcd-servers=http://127.0.0.1:{ETCD_PORT}",
+            f"--etcd-servers=http://127.0.0.1:{etcd_port}",
             "--bind-address=127.0.0.1",
-            f"--secure-port={API_PORT}",
+            f"--secure-port={api_port}",
             "--advertise-address=127.0.0.1",
             f"--tls-cert-file={pki}/apiserver.crt",
             f"--tls-private-key-file={pki}/apiserver.key",
@@ -209,7 +230,7 @@ def _commands(state: Path) -> dict[str, list[str]]:
             f"--authentication-kubeconfig={state}/controller-manager.kubeconfig",
             f"--authorization-kubeconfig={state}/controller-manager.kubeconfig",
             "--bind-address=127.0.0.1",
-            "--secure-port=10257",
+            f"--secure-port={10257 + offset}",
             f"--service-account-private-key-file={pki}/sa.key",
             f"--root-ca-file={pki}/ca.crt",
             f"--cluster-signing-cert-file={pki}/ca.crt",
@@ -227,7 +248,7 @@ def _commands(state: Path) -> dict[str, list[str]]:
             f"--authentication-kubeconfig={state}/scheduler.kubeconfig",
             f"--authorization-kubeconfig={state}/scheduler.kubeconfig",
             "--bind-address=127.0.0.1",
-            "--secure-port=10259",
+            f"--secure-port={10259 + offset}",
             "--leader-elect=false",
         ],
         "kwok": [
@@ -236,13 +257,13 @@ def _commands(state: Path) -> dict[str, list[str]]:
             "--manage-all-nodes=false",
             "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
             "--node-ip=10.213.7.254",
-            "--server-address=127.0.0.1:10247",
+            f"--server-address=127.0.0.1:{10247 + offset}",
         ],
     }
 
 
-def _pid(name: str) -> int | None:
-    pidfile = state_dir() / f"{name}.pid"
+def _pid(name: str, cluster: str = "main") -> int | None:
+    pidfile = state_dir(cluster) / f"{name}.pid"
     try:
         pid = int(pidfile.read_text())
         os.kill(pid, 0)
@@ -251,12 +272,12 @@ def _pid(name: str) -> int | None:
         return None
 
 
-def _start(name: str, argv: list[str]) -> None:
-    if _pid(name):
+def _start(name: str, argv: list[str], cluster: str) -> None:
+    if _pid(name, cluster):
         return
-    log = open(state_dir() / f"{name}.log", "ab")  # noqa: SIM115 - handed to the child process
+    log = open(state_dir(cluster) / f"{name}.log", "ab")  # noqa: SIM115 - handed to the child process
     proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    (state_dir() / f"{name}.pid").write_text(str(proc.pid))
+    (state_dir(cluster) / f"{name}.pid").write_text(str(proc.pid))
 
 
 def _ssl_context(state: Path) -> ssl.SSLContext:
@@ -265,12 +286,12 @@ def _ssl_context(state: Path) -> ssl.SSLContext:
     return ctx
 
 
-def _wait_ready(state: Path, deadline: float) -> None:
+def _wait_ready(state: Path, cluster: Cluster, deadline: float) -> None:
     ctx = _ssl_context(state)
     last = ""
     while time.monotonic() < deadline:
         try:
-            with urllib.request.urlopen(f"https://127.0.0.1:{API_PORT}/readyz", context=ctx, timeout=2) as r:
+            with urllib.request.urlopen(f"https://127.0.0.1:{cluster.api_port}/readyz", context=ctx, timeout=2) as r:
                 if r.status == 200:
                     return
         except OSError as exc:
@@ -280,45 +301,70 @@ def _wait_ready(state: Path, deadline: float) -> None:
 
 
 def up(timeout: float = 120) -> Path:
-    """Start the control plane (building nothing: run scripts/build-lab-k8s.sh first)."""
+    """Start both clusters (building nothing: run scripts/build-lab-k8s.sh first); return the main
+    cluster's kubeconfig (the GPU cluster's is kubeconfig_path("gpu"))."""
     missing = [c for c in COMPONENTS if not (bin_dir() / c).exists()]
     if missing:
         raise LabError(f"missing {', '.join(missing)} in {bin_dir()}: run scripts/build-lab-k8s.sh")
-    state = state_dir()
+    deadline = time.monotonic() + timeout
+    for cluster in CLUSTERS.values():
+        _start_control_plane(cluster)
+    for cluster in CLUSTERS.values():
+        state = state_dir(cluster.name)
+        _wait_ready(state, cluster, deadline)
+        commands = _commands(state, cluster)
+        for name in ("kube-controller-manager", "kube-scheduler", "kwok"):
+            _start(name, commands[name], cluster.name)
+    for cluster in CLUSTERS.values():
+        _ensure_nodes_and_crds(cluster, deadline)
+    # A component that exited (a port taken, say) would otherwise show only as a timeout later.
+    dead = [f"{c}/{n}" for c in CLUSTERS for n in COMPONENTS if not _pid(n, c)]
+    if dead:
+        last = (state_dir(dead[0].split("/")[0]) / f"{dead[0].split('/')[1]}.log").read_text().strip().splitlines()
+        raise LabError(f"{', '.join(dead)} exited; {dead[0]}'s log ends: {last[-1] if last else '(empty)'}")
+    return kubeconfig_path("main")
+
+
+def _start_control_plane(cluster: Cluster) -> None:
+    state = state_dir(cluster.name)
     state.mkdir(parents=True, exist_ok=True)
     pki = state / "pki"
     if not (pki / "ca.crt").exists():
-        _write_pki(pki)
+        _write_pki(pki, cluster.name)
     for user in ("admin", "controller-manager", "scheduler", "kwok"):
         path = state / f"{user}.kubeconfig"
-        path.write_text(_kubeconfig(pki, user))
+        path.write_text(_kubeconfig(pki, user, cluster))
         path.chmod(0o600)
-    commands = _commands(state)
-    if not _pid("etcd"):
-        for port in (API_PORT, ETCD_PORT):
+    if not _pid("etcd", cluster.name):
+        for port in (cluster.api_port, cluster.etcd_port):
             with socket.socket() as probe:
                 if probe.connect_ex(("127.0.0.1", port)) == 0:
                     raise LabError(
                         f"port {port} is taken by another control plane (another checkout's lab?):"
                         " stop it there with `gpufleet lab down`"
                     )
-    deadline = time.monotonic() + timeout
-    _start("etcd", commands["etcd"])
-    _start("kube-apiserver", commands["kube-apiserver"])
-    _wait_ready(state, deadline)
-    for name in ("kube-controller-manager", "kube-scheduler", "kwok"):
-        _start(name, commands[name])
-    _ensure_nodes_and_crds(deadline)
-    return kubeconfig_path()
+    commands = _commands(state, cluster)
+    _start("etcd", commands["etcd"], cluster.name)
+    _start("kube-apiserver", commands["kube-apiserver"], cluster.name)
 
 
-def _ensure_nodes_and_crds(deadline: float) -> None:
-    from kubernetes import client, config, utils
+def _create_once(create: Any, body: dict[str, Any]) -> None:
     from kubernetes.client.exceptions import ApiException
 
-    api_client = config.new_client_from_config(str(kubeconfig_path()))  # type: ignore[no-untyped-call]
+    try:
+        create(body)
+    except ApiException as exc:
+        if exc.status != 409:  # already there
+            raise
+
+
+def _ensure_nodes_and_crds(cluster: Cluster, deadline: float) -> None:
+    from kubernetes import client, config, utils
+
+    api_client = config.new_client_from_config(str(kubeconfig_path(cluster.name)))  # type: ignore[no-untyped-call]
     core: Any = client.CoreV1Api(api_client)
-    for name, spec in NODES.items():
+    for name in cluster.nodes:
+        spec = NODES[name]
         body = {
             "apiVersion": "v1",
             "kind": "Node",
@@ -338,42 +384,31 @@ def _ensure_nodes_and_crds(deadline: float) -> None:
                 "allocatable": {"cpu": "16", "memory": "128Gi", "pods": "110", **spec["capacity"]},
             },
         }
-        try:
-            core.create_node(body)
-        except ApiException as exc:
-            if exc.status != 409:
-                raise
-    # k3s creates the nvidia RuntimeClass when it finds the NVIDIA runtime; so does the lab.
-    node_api: Any = client.NodeV1Api(api_client)
-    try:
-        node_api.create_runtime_class(
+        _create_once(core.create_node, body)
+    # k3s creates the nvidia RuntimeClass when it finds the NVIDIA runtime; so does the lab's GPU cluster.
+    if cluster.name == "gpu":
+        _create_once(
+            client.NodeV1Api(api_client).create_runtime_class,
             {
                 "apiVersion": "node.k8s.io/v1",
                 "kind": "RuntimeClass",
                 "metadata": {"name": "nvidia"},
                 "handler": "nvidia",
-            }
+            },
         )
-    except ApiException as exc:
-        if exc.status != 409:
-            raise
     # A StorageClass, as every production cluster has one: the monitoring role checks that the class
     # of Prometheus's volume exists. No provisioner: kwok's pods need no volume.
-    storage: Any = client.StorageV1Api(api_client)
-    try:
-        storage.create_storage_class(
-            {
-                "apiVersion": "storage.k8s.io/v1",
-                "kind": "StorageClass",
-                "metadata": {"name": "lab-local"},
-                "provisioner": "kubernetes.io/no-provisioner",
-                "volumeBindingMode": "WaitForFirstConsumer",
-            }
-        )
-    except ApiException as exc:
-        if exc.status != 409:
-            raise
-    for crd in sorted(crd_dir().glob("*.yaml")):
+    _create_once(
+        client.StorageV1Api(api_client).create_storage_class,
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "StorageClass",
+            "metadata": {"name": "lab-local"},
+            "provisioner": "kubernetes.io/no-provisioner",
+            "volumeBindingMode": "WaitForFirstConsumer",
+        },
+    )
+    for crd in sorted(c for c in crd_dir().glob("*.yaml") if c.name.startswith(cluster.crds)):
         try:
             utils.create_from_yaml(api_client, str(crd))  # type: ignore[no-untyped-call]
         except utils.FailToCreateError as exc:
@@ -385,30 +420,33 @@ def _ensure_nodes_and_crds(deadline: float) -> None:
             for n in core.list_node().items
             if any(c.type == "Ready" and c.status == "True" for c in (n.status.conditions or []))
         ]
-        if set(NODES) <= set(ready):
+        if set(cluster.nodes) <= set(ready):
             return
         time.sleep(0.3)
-    raise LabError(f"kwok did not make nodes Ready; see {state_dir()}/kwok.log")
+    raise LabError(f"kwok did not make nodes Ready; see {state_dir(cluster.name)}/kwok.log")
 
 
 def down() -> list[str]:
     stopped = []
-    for name in reversed(COMPONENTS):
-        pid = _pid(name)
-        if pid:
-            os.killpg(pid, signal.SIGTERM)
-            stopped.append(name)
+    for cluster in CLUSTERS:
+        for name in reversed(COMPONENTS):
+            pid = _pid(name, cluster)
+            if pid:
+                os.killpg(pid, signal.SIGTERM)
+                stopped.append(f"{cluster}/{name}")
     deadline = time.monotonic() + 15
-    while any(_pid(n) for n in COMPONENTS) and time.monotonic() < deadline:
+    while any(_pid(n, c) for c in CLUSTERS for n in COMPONENTS) and time.monotonic() < deadline:
         time.sleep(0.1)
-    for name in COMPONENTS:
-        pid = _pid(name)
-        if pid:
-            os.killpg(pid, signal.SIGKILL)
-    if state_dir().exists():
-        subprocess.run(["rm", "-rf", str(state_dir())], check=True)
+    for cluster in CLUSTERS:
+        for name in COMPONENTS:
+            pid = _pid(name, cluster)
+            if pid:
+                os.killpg(pid, signal.SIGKILL)
+    k8s = Path(lab_dir(), "k8s")
+    if k8s.exists():
+        subprocess.run(["rm", "-rf", str(k8s)], check=True)
     return stopped
 
 
 def status() -> dict[str, bool]:
-    return {name: _pid(name) is not None for name in COMPONENTS}
+    return {f"{cluster}/{name}": _pid(name, cluster) is not None for cluster in CLUSTERS for name in COMPONENTS}

@@ -1,4 +1,5 @@
-"""The lab control plane for tests (`gpufleet lab k8s up`; `make k8s-tests` does it)."""
+"""The lab's two clusters for tests (`gpufleet lab up --k8s`; `make k8s-tests` does it): `api` is the
+main cluster, `gpu_api` the GPU cluster."""
 
 import time
 import uuid
@@ -19,13 +20,21 @@ def api() -> Iterator[client.ApiClient]:
         labk8s.down()
 
 
+@pytest.fixture(scope="session")
+def gpu_api(api: client.ApiClient) -> client.ApiClient:
+    """The lab's GPU cluster (its own API server, CA and CRDs), started with the main one."""
+    return config.new_client_from_config(str(labk8s.kubeconfig_path("gpu")))
+
+
 @pytest.fixture
-def namespace(api: client.ApiClient, request: pytest.FixtureRequest):
+def namespace(api: client.ApiClient, gpu_api: client.ApiClient, request: pytest.FixtureRequest):
+    """A fresh namespace of that name in both clusters."""
     name = "t-" + request.node.name.lower().replace("_", "-")[5:35].strip("-") + "-" + uuid.uuid4().hex[:6]
-    core = client.CoreV1Api(api)
-    core.create_namespace({"metadata": {"name": name}})
+    for cluster in (api, gpu_api):
+        client.CoreV1Api(cluster).create_namespace({"metadata": {"name": name}})
     yield name
-    core.delete_namespace(name)
+    for cluster in (api, gpu_api):
+        client.CoreV1Api(cluster).delete_namespace(name)
 
 
 def wait_for(check: Callable[[], object], what: str, timeout: float = 60) -> object:

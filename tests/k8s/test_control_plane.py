@@ -75,8 +75,8 @@ def _workload(kind: str, name: str, gpus: int = 0, **spec: object) -> dict:
     }
 
 
-def test_gpu_request_schedules_onto_the_gpu_node_only(api, namespace):
-    apps, core = client.AppsV1Api(api), client.CoreV1Api(api)
+def test_gpu_request_schedules_onto_the_gpu_node_only(gpu_api, namespace):
+    apps, core = client.AppsV1Api(gpu_api), client.CoreV1Api(gpu_api)
     apps.create_namespaced_deployment(namespace, _workload("Deployment", "one-gpu", 1, replicas=1))
     apps.create_namespaced_deployment(namespace, _workload("Deployment", "too-many-gpus", 5, replicas=1))
 
@@ -99,15 +99,29 @@ def test_gpu_request_schedules_onto_the_gpu_node_only(api, namespace):
     wait_for(unschedulable, "the 5-GPU pod to be reported unschedulable (gpu1 has four GPUs)")
 
 
-def test_daemonset_rolls_out_on_every_node(api, namespace):
-    apps = client.AppsV1Api(api)
-    apps.create_namespaced_daemon_set(namespace, _workload("DaemonSet", "ds"))
+def test_daemonset_rolls_out_on_every_node(api, gpu_api, namespace):
+    for cluster, node in ((api, "m1"), (gpu_api, "gpu1")):
+        apps = client.AppsV1Api(cluster)
+        apps.create_namespaced_daemon_set(namespace, _workload("DaemonSet", "ds"))
 
-    def rolled_out():
-        s = apps.read_namespaced_daemon_set(name="ds", namespace=namespace).status
-        return s.desired_number_scheduled == 2 and s.number_ready == 2
+        def rolled_out(apps=apps):
+            s = apps.read_namespaced_daemon_set(name="ds", namespace=namespace).status
+            return s.desired_number_scheduled == 1 and s.number_ready == 1
 
-    wait_for(rolled_out, "the DaemonSet to be ready on m1 and gpu1")
+        wait_for(rolled_out, f"the DaemonSet to be ready on {node}")
+
+
+def test_the_two_clusters_are_apart(api, gpu_api):
+    # As in production: each its own nodes and CRDs; the GPU cluster has no Prometheus Operator.
+    def nodes(cluster):
+        return [n.metadata.name for n in client.CoreV1Api(cluster).list_node().items]
+
+    def crds(cluster):
+        return {c.spec.group for c in client.ApiextensionsV1Api(cluster).list_custom_resource_definition().items}
+
+    assert (nodes(api), nodes(gpu_api)) == (["m1"], ["gpu1"])
+    assert "monitoring.coreos.com" in crds(api) and "monitoring.coreos.com" not in crds(gpu_api)
+    assert "serving.kserve.io" in crds(gpu_api)
 
 
 def test_servicemonitor_schema_rejects_a_bad_field(api, namespace):

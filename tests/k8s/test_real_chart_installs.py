@@ -43,7 +43,7 @@ def test_an_upgrade_of_the_chart_upgrades_its_crds(api, namespace):
         versions = crd_versions(api)
         assert len(versions) == 10 and set(versions.values()) == {"0.86.1"}, versions
         release = subprocess.run(
-            [str(HELM), "--kubeconfig", str(REPO_ROOT / ".lab/k8s/admin.kubeconfig"), "list", "-n", namespace,
+            [str(HELM), "--kubeconfig", str(REPO_ROOT / ".lab/k8s/main/admin.kubeconfig"), "list", "-n", namespace,
              "-o", "json"],
             capture_output=True, text=True, check=True,
         )  # fmt: skip
@@ -52,7 +52,7 @@ def test_an_upgrade_of_the_chart_upgrades_its_crds(api, namespace):
         assert converge(namespace, "79.0.1")["changed"] == 0  # a re-run changes nothing
     finally:
         subprocess.run(
-            [str(HELM), "--kubeconfig", str(REPO_ROOT / ".lab/k8s/admin.kubeconfig"), "uninstall", namespace,
+            [str(HELM), "--kubeconfig", str(REPO_ROOT / ".lab/k8s/main/admin.kubeconfig"), "uninstall", namespace,
              "-n", namespace, "--wait"],
             capture_output=True, check=False,
         )  # fmt: skip

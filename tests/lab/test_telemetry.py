@@ -129,7 +129,9 @@ def test_a_service_monitor_prometheus_does_not_select_gives_no_target(converged)
     """The classic silent failure: the ServiceMonitor lacks the release label Prometheus selects on."""
     from kubernetes import client, config
 
-    api = client.CustomObjectsApi(config.new_client_from_config(str(lab.lab_dir() / "k8s" / "admin.kubeconfig")))
+    api = client.CustomObjectsApi(
+        config.new_client_from_config(str(lab.lab_dir() / "k8s" / "main" / "admin.kubeconfig"))
+    )
     args = ("monitoring.coreos.com", "v1", "gpu-telemetry", "servicemonitors", "dcgm-gpu1")
     assert SCRAPE_POOL in scrape_pools()
     api.patch_namespaced_custom_object(*args, {"metadata": {"labels": {"release": "kube-prometheus-stack"}}})

@@ -37,6 +37,6 @@ def test_no_cdi_spec_without_a_driver(host):
 
 
 def test_the_runtime_class_is_in_the_cluster():
-    config.load_kube_config(os.path.join(os.environ["GPUFLEET_REPO"], ".lab/k8s/admin.kubeconfig"))
+    config.load_kube_config(os.path.join(os.environ["GPUFLEET_REPO"], ".lab/k8s/gpu/admin.kubeconfig"))
     runtime_class = client.NodeV1Api().read_runtime_class("gpufleet-molecule-nvidia")
     assert runtime_class.handler == "nvidia"
