@@ -191,6 +191,16 @@ def test_every_monitoring_feature_reaches_the_chart(tmp_path, version):
     docs = helm_template(f"kube-prometheus-stack-{version}.tgz", values["monitoring"], "monitoring")
     monitors = [d["metadata"]["name"] for d in docs if d["kind"] == "ServiceMonitor"]
     assert monitors and not [m for m in monitors if re.search("etcd|controller-manager|scheduler|kube-proxy", m)]
+    # ... and their alerts, which would otherwise fire forever on k3s and managed clusters.
+    alerts = {
+        r.get("alert") for d in docs if d["kind"] == "PrometheusRule" for g in d["spec"]["groups"] for r in g["rules"]
+    }
+    assert alerts and not alerts & {
+        "KubeSchedulerDown",
+        "KubeControllerManagerDown",
+        "KubeProxyDown",
+        "etcdMembersDown",
+    }
     assert only(docs, "Alertmanager")["spec"]["configSecret"] == "gpufleet-alertmanager"  # pragma: allowlist secret
     assert only(docs, "Prometheus")["spec"]["storage"]["volumeClaimTemplate"]["spec"]["resources"] == {
         "requests": {"storage": "50Gi"}
