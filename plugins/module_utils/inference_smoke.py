@@ -37,9 +37,10 @@ class SmokeReport:
         return [f"{c.name}: {c.detail}" for c in self.checks if not c.ok]
 
 
-def _call(url: str, body: dict[str, Any] | None, timeout: float) -> tuple[int, Any]:
+def _call(url: str, body: dict[str, Any] | None, timeout: float, api_key: str | None = None) -> tuple[int, Any]:
     data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+    headers = {"Content-Type": "application/json"} | ({"Authorization": f"Bearer {api_key}"} if api_key else {})
+    request = urllib.request.Request(url, data=data, headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             raw = response.read()
@@ -48,10 +49,18 @@ def _call(url: str, body: dict[str, Any] | None, timeout: float) -> tuple[int, A
         return exc.code, exc.read().decode(errors="replace")[:300]
 
 
-def _check(report: SmokeReport, name: str, url: str, body: dict[str, Any] | None, judge: Any, timeout: float) -> None:
+def _check(
+    report: SmokeReport,
+    name: str,
+    url: str,
+    body: dict[str, Any] | None,
+    judge: Any,
+    timeout: float,
+    api_key: str | None = None,
+) -> None:
     started = time.monotonic()
     try:
-        status, payload = _call(url, body, timeout)
+        status, payload = _call(url, body, timeout, api_key)
         detail = judge(status, payload)
     except (OSError, ValueError) as exc:
         detail = f"cannot reach {url}: {exc}"
@@ -62,8 +71,9 @@ def _status_ok(status: int, payload: Any) -> str | None:
     return None if status == 200 else f"HTTP {status}: {payload}"
 
 
-def check_openai(url: str, model: str, timeout: float = 30) -> SmokeReport:
-    """vLLM: /health, the model in /v1/models, one short completion with text in it."""
+def check_openai(url: str, model: str, timeout: float = 30, api_key: str | None = None) -> SmokeReport:
+    """vLLM: /health, the model in /v1/models, one short completion with text in it (the API with
+    the bearer key where the server asks for one; /health is open)."""
     base = url.rstrip("/")
     report = SmokeReport(url, "openai", False)
     _check(report, "health", base + "/health", None, _status_ok, timeout)
@@ -74,7 +84,7 @@ def check_openai(url: str, model: str, timeout: float = 30) -> SmokeReport:
         served = [m.get("id") for m in payload.get("data", [])]
         return None if model in served else f"model {model!r} not served; the server has {served}"
 
-    _check(report, "model listed", base + "/v1/models", None, has_model, timeout)
+    _check(report, "model listed", base + "/v1/models", None, has_model, timeout, api_key)
 
     def has_text(status: int, payload: Any) -> str | None:
         if status != 200:
@@ -84,7 +94,7 @@ def check_openai(url: str, model: str, timeout: float = 30) -> SmokeReport:
         return None if text else f"completion without text: {json.dumps(payload)[:200]}"
 
     body = {"model": model, "prompt": "Say hello.", "max_tokens": 8}
-    _check(report, "one completion", base + "/v1/completions", body, has_text, timeout)
+    _check(report, "one completion", base + "/v1/completions", body, has_text, timeout, api_key)
     report.ok = all(c.ok for c in report.checks)
     return report
 

@@ -78,6 +78,8 @@ class BenchConfig:
     max_error_rate: float = 0.01  # above it a level is invalid: never the knee, never recommended
     abort_error_rate: float = 0.5  # a level stops early once this share of its requests failed
     recommend_within: float = 0.90  # the lowest valid level with this share of the best throughput
+    # Sent as "Authorization: Bearer <key>" (vLLM's --api-key / VLLM_API_KEY); never in the result.
+    api_key: str | None = field(default=None, repr=False)
     window_e2e_multiple: float = 3.0  # a window is lengthened to this many E2E P50s of the level before
 
 
@@ -455,6 +457,10 @@ _WORDS = [
 ]
 
 
+def auth_headers(cfg: BenchConfig) -> dict[str, str]:
+    return {"Authorization": f"Bearer {cfg.api_key}"} if cfg.api_key else {}
+
+
 def prompt_for(cfg: BenchConfig, n: int) -> str:
     """The n-th request's prompt. Random prompts are unique per request from their first word,
     so a server's prefix cache cannot serve them from an earlier request."""
@@ -680,7 +686,7 @@ async def run_level_async(
     lag: list[float] = []
     stop = asyncio.Event()
     cpu0 = time.process_time()
-    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout, headers=auth_headers(cfg)) as session:
         # Open the connections before the clock starts.
         warm = max(users, 1)
         await asyncio.gather(*(session.get(cfg.base_url.rstrip("/") + "/health") for _ in range(warm)),
@@ -926,7 +932,9 @@ def probe_fixed_length(cfg: BenchConfig) -> dict[str, Any]:
     import aiohttp
 
     async def probe() -> RequestRecord:
-        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=cfg.request_timeout_s)) as session:
+        async with aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=cfg.request_timeout_s), headers=auth_headers(cfg)
+        ) as session:
             return await send(session, replace(cfg, fixed_length="on"), prompt_for(cfg, -1), time.time(), 4)
 
     record = asyncio.run(probe())
@@ -1009,7 +1017,7 @@ def run_benchmark(cfg: BenchConfig, gpu: Any = None, server: Any = None) -> Benc
         warnings.append(f"output length not fixed ({fixed['why']}): token counts are what arrived")
     dialect = next((lv.dialect for lv in levels if lv.dialect), {})
     return BenchResult(
-        config=asdict(cfg),
+        config={**asdict(cfg), "api_key": "(hidden)" if cfg.api_key else None},
         levels=levels,
         knee_index=find_knee(levels, cfg.knee_gain),
         operating_point_index=operating_point(levels, cfg.p99_slo_s, cfg.recommend_within),

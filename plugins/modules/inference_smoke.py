@@ -43,6 +43,9 @@ options:
     description: Seconds per request.
     type: float
     default: 30
+  api_key:
+    description: Bearer key of an OpenAI-compatible server that asks for one (vLLM's VLLM_API_KEY), from a vault.
+    type: str
 """
 
 EXAMPLES = r"""
@@ -84,6 +87,7 @@ def main() -> None:
             "kind": {"type": "str", "choices": ["openai", "kserve_v2"], "default": "openai"},
             "inputs": {"type": "list", "elements": "dict", "default": []},
             "timeout": {"type": "float", "default": 30},
+            "api_key": {"type": "str", "no_log": True},
         },
         supports_check_mode=True,
     )
@@ -93,7 +97,7 @@ def main() -> None:
             module.fail_json(msg="kind=kserve_v2 needs inputs for the test inference")
         report = check_kserve_v2(p["url"], p["model"], p["inputs"], p["timeout"])
     else:
-        report = check_openai(p["url"], p["model"], p["timeout"])
+        report = check_openai(p["url"], p["model"], p["timeout"], p["api_key"])
     result = dict(changed=False, **report.as_dict())
     if not report.ok:
         module.fail_json(msg=f"{p['kind']} endpoint {p['url']}: " + "; ".join(report.failures), **result)

@@ -140,6 +140,9 @@ options:
     description: Fail when any request of any level failed.
     type: bool
     default: false
+  api_key:
+    description: Bearer key of a server that asks for one (vLLM's VLLM_API_KEY), from a vault; never in the result.
+    type: str
 requirements:
   - aiohttp (on the host that runs the module, usually the controller)
 """
@@ -233,6 +236,7 @@ def main() -> None:
             "prometheus_url": {"type": "str"},
             "gpu_selector": {"type": "str", "default": ""},
             "fail_on_errors": {"type": "bool", "default": False},
+            "api_key": {"type": "str", "no_log": True},
         },
         supports_check_mode=True,
     )
@@ -263,6 +267,7 @@ def main() -> None:
         prompt_words=tuple(p["prompt_words"]) if p["prompt_words"] else None, seed=p["seed"],
         slo_ttft_s=p["slo_ttft"], slo_tpot_s=p["slo_tpot"], slo_e2e_s=p["slo_e2e"], p99_slo_s=p["p99_slo"],
         workers=p["workers"], kserve_inputs=p["kserve_inputs"], dataset=dataset, max_error_rate=p["max_error_rate"],
+        api_key=p["api_key"],
     )  # fmt: skip
     gpu: PrometheusGpu | NvmlGpu | None = None
     if p["gpu"] in ("auto", "prometheus") and p["prometheus_url"]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import socket
 import subprocess
@@ -42,6 +43,8 @@ class Schedule:
     cut_every: int = 0  # every n-th request's stream stops half-way without [DONE]
     seed: int = 1
     model: str = "calibration"
+    # Like vLLM's --api-key: /v1/* answers 401 without "Authorization: Bearer <key>"; /health is open.
+    api_key: str | None = None
     counters: dict[str, int] = field(default_factory=lambda: {"requests": 0, "events": 0})
 
 
@@ -57,6 +60,7 @@ class Handler(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.busy = False
         self.arrived = 0.0
+        self.authorization = ""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -82,6 +86,7 @@ class Handler(asyncio.Protocol):
         body = self.buffer[head_end + 4 : head_end + 4 + length]
         self.buffer = self.buffer[head_end + 4 + length :]
         self.busy = True
+        self.authorization = headers.get("authorization", "")
         asyncio.get_running_loop().create_task(self._serve(method, path.split("?")[0], body))
 
     def _send(self, data: bytes) -> None:
@@ -103,6 +108,12 @@ class Handler(asyncio.Protocol):
         try:
             if method == "GET" and path == "/health":
                 self._respond("200 OK", {})
+            elif (
+                path.startswith("/v1/")
+                and self.schedule.api_key
+                and self.authorization != f"Bearer {self.schedule.api_key}"
+            ):
+                self._respond("401 Unauthorized", {"error": "Unauthorized"})
             elif method == "GET" and path == "/v1/models":
                 self._respond("200 OK", {"object": "list", "data": [{"id": self.schedule.model, "object": "model"}]})
             elif method == "POST" and path in ("/v1/completions", "/v1/chat/completions"):
@@ -254,6 +265,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--fail-every", type=int, default=0)
     parser.add_argument("--cut-every", type=int, default=0)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--api-key-env", metavar="VAR", help="require the bearer key held in this variable")
     args = parser.parse_args(argv)
     schedule = Schedule(
         args.ttft,
@@ -265,6 +277,7 @@ def main(argv: list[str] | None = None) -> None:
         args.fail_every,
         args.cut_every,
         args.seed,
+        api_key=os.environ[args.api_key_env] if args.api_key_env else None,
     )
     try:
         import uvloop

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -135,6 +136,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     levels = [int(x) for x in args.levels.split(",")]
     server = None
     url, model = args.url, args.model
+    # A key from the environment, never from the command line (where `ps` shows it).
+    api_key = os.environ.get(args.api_key_env) if args.api_key_env else None
     if args.calibration:
         server, url = calibration_server.launch(args.calibration_port, "--ttft", "0.1", "--itl", "0.02")
         model = "calibration"
@@ -146,7 +149,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             print(f"gpufleet bench: {args.inventory} lists no OpenAI endpoint in gpufleet_inference_endpoints",
                   file=sys.stderr)  # fmt: skip
             return EXIT_USAGE
-        url, model = url or target[0], model or target[1]
+        url, model, api_key = url or target[0], model or target[1], api_key or target[2]
     if not url or not model:
         print("gpufleet bench: give --url and --model, -i INVENTORY, or --calibration", file=sys.stderr)
         return EXIT_USAGE
@@ -163,7 +166,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     cfg = llm_bench.BenchConfig(
         base_url=url, model=model, api=args.api, levels=levels, warmup_s=args.warmup, duration_s=args.duration,
         max_tokens=args.max_tokens, p99_slo_s=args.p99_slo, workers=args.workers, fixed_length=args.fixed_length,
-        max_error_rate=args.max_error_rate, seed=args.seed, **prompts,
+        max_error_rate=args.max_error_rate, seed=args.seed, api_key=api_key, **prompts,
     )  # fmt: skip
     gpu = _gpu(args)
     server_figures = (
@@ -250,6 +253,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(func=func)
     p_bench = sub.add_parser("bench", help="benchmark an OpenAI-compatible endpoint over a concurrency ladder")
     p_bench.add_argument("-i", "--inventory", help="take the endpoint from gpufleet_inference_endpoints")
+    p_bench.add_argument(
+        "--api-key-env", metavar="VAR", help="send the bearer key held in this environment variable (vLLM's API key)"
+    )
     p_bench.add_argument("--url")
     p_bench.add_argument("--model")
     p_bench.add_argument("--calibration", action="store_true", help="against a local calibration server (stand-in)")

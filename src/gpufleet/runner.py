@@ -210,11 +210,12 @@ def inventory_vars(inventory: Path, host: str = "localhost") -> dict[str, Any]:
     return dict(VariableManager(loader=loader, inventory=manager).get_vars(host=found, include_hostvars=False))
 
 
-def bench_target(inventory: Path) -> tuple[str, str] | None:
-    """The endpoint to benchmark, from the inventory: the first OpenAI-style gpufleet_inference_endpoints entry."""
+def bench_target(inventory: Path) -> tuple[str, str, str | None] | None:
+    """The endpoint to benchmark, from the inventory: the first OpenAI-style gpufleet_inference_endpoints
+    entry, as (url, model, api_key or None)."""
     for endpoint in inventory_vars(inventory).get("gpufleet_inference_endpoints") or []:
         if endpoint.get("kind", "openai") == "openai":
-            return str(endpoint["url"]), str(endpoint["model"])
+            return str(endpoint["url"]), str(endpoint["model"]), endpoint.get("api_key")
     return None
 
 

@@ -1,5 +1,7 @@
 """Smoke checks, KServe v2 benchmarking and GPU correlation against the calibration server."""
 
+import json
+
 import pytest
 from ansible_collections.gpufleet.platform.plugins.module_utils import inference_smoke as smoke
 from ansible_collections.gpufleet.platform.plugins.module_utils import llm_bench as lb
@@ -57,3 +59,34 @@ def test_streams_spread_over_worker_processes(server):
     level = lb.run_level(cfg, 6)
     assert level.errors == {} and level.completed > 0
     assert level.output_tokens == level.completed * 8
+
+
+@pytest.fixture(scope="module")
+def keyed_server():
+    """A server that asks for an API key, as vLLM with VLLM_API_KEY (vllm_api_key_secret) does."""
+    import os
+    import secrets
+
+    key = secrets.token_urlsafe(24)
+    os.environ["GPUFLEET_TEST_API_KEY"] = key
+    try:
+        process, url = calibration_server.launch(0, "--ttft", "0.01", "--itl", "0.001",
+                                                 "--api-key-env", "GPUFLEET_TEST_API_KEY")  # fmt: skip
+    finally:
+        del os.environ["GPUFLEET_TEST_API_KEY"]
+    yield url, key
+    process.terminate()
+
+
+def test_smoke_and_bench_send_the_api_key_and_never_show_it(keyed_server):
+    url, key = keyed_server
+    refused = smoke.check_openai(url, "calibration")
+    assert refused.failures[0].startswith("model listed: HTTP 401")
+    assert smoke.check_openai(url, "calibration", api_key=key).ok
+    cfg = lb.BenchConfig(base_url=url, model="calibration", api="chat", levels=[2], warmup_s=0.2, duration_s=1,
+                         max_tokens=8, api_key=key)  # fmt: skip
+    result = lb.run_benchmark(cfg)
+    assert result.levels[0].errors == {} and result.levels[0].completed > 0
+    shown = json.dumps(result.as_dict())
+    assert key not in shown and result.as_dict()["config"]["api_key"] == "(hidden)"
+    assert key not in repr(cfg)

@@ -130,7 +130,7 @@ def test_the_bench_target_comes_from_the_inventory(tmp_path):
         "  - {name: triton, url: 'http://t:8000', model: resnet, kind: kserve_v2}\n"
         "  - {name: vllm, url: 'http://v:8000', model: opt}\n"
     )
-    assert bench_target(tmp_path) == ("http://v:8000", "opt")
+    assert bench_target(tmp_path) == ("http://v:8000", "opt", None)
     (tmp_path / "group_vars" / "all.yml").write_text("other: 1\n")
     assert bench_target(tmp_path) is None
 
