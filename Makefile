@@ -39,8 +39,9 @@ lint:
 unit:
 	pytest -q tests/unit
 
-# Benchmark client against the calibration server: accuracy to the schedule, smoke checks.
-integration:
+# Benchmark client against the calibration server, the roles' values against the released
+# charts (helm template: built by `k8s`), accuracy to the schedule, smoke checks.
+integration: k8s
 	pytest -q tests/integration tests/accuracy
 
 # The real serving engines the benchmark is tested against (transformers serve on CPU), each in
