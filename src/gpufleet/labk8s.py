@@ -318,10 +318,12 @@ def up(timeout: float = 120) -> Path:
     for cluster in CLUSTERS.values():
         _ensure_nodes_and_crds(cluster, deadline)
     # A component that exited (a port taken, say) would otherwise show only as a timeout later.
-    dead = [f"{c}/{n}" for c in CLUSTERS for n in COMPONENTS if not _pid(n, c)]
+    dead = [(c, n) for c in CLUSTERS for n in COMPONENTS if not _pid(n, c)]
     if dead:
-        last = (state_dir(dead[0].split("/")[0]) / f"{dead[0].split('/')[1]}.log").read_text().strip().splitlines()
-        raise LabError(f"{', '.join(dead)} exited; {dead[0]}'s log ends: {last[-1] if last else '(empty)'}")
+        first, name = dead[0]
+        last = (state_dir(first) / f"{name}.log").read_text().strip().splitlines()
+        names = ", ".join(f"{c}/{n}" for c, n in dead)
+        raise LabError(f"{names} exited; {first}/{name}'s log ends: {last[-1] if last else '(empty)'}")
     return kubeconfig_path("main")
 
 

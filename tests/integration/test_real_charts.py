@@ -23,10 +23,12 @@ from typing import Any
 
 import pytest
 import yaml
+from ansible_collections.gpufleet.platform.plugins.filter.manifests import k8s_manifest_objects
 
+from gpufleet import labk8s
 from gpufleet.lab import REPO_ROOT, charts_dir
 
-HELM = REPO_ROOT / ".cache/k8s/1.36.3/bin/helm"
+HELM = labk8s.bin_dir() / "helm"
 CHARTS = charts_dir()
 pytestmark = [
     pytest.mark.skipif(not CHARTS.is_dir(), reason=f"the released charts are not in {CHARTS}"),
@@ -46,13 +48,6 @@ FEATURES = {
     "monitoring_control_plane_monitors": False,
     "monitoring_alertmanager_config": {"route": {"receiver": "r"}, "receivers": [{"name": "r"}]},
 }
-
-
-class _ManifestLoader(yaml.CSafeLoader):
-    """Reads a bare `=` (in the Prometheus Operator CRDs' enums) as a string, as Go's YAML does."""
-
-
-_ManifestLoader.add_constructor("tag:yaml.org,2002:value", yaml.SafeLoader.construct_yaml_str)
 
 
 def table(role: str) -> dict[str, list[str]]:
@@ -129,7 +124,7 @@ def helm_template(archive: str, values: Path, namespace: str) -> list[dict[str, 
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    return [d for d in yaml.load_all(proc.stdout, Loader=_ManifestLoader) if isinstance(d, dict)]
+    return k8s_manifest_objects(proc.stdout)
 
 
 def only(docs: list[dict[str, Any]], kind: str, name: str | None = None) -> dict[str, Any]:

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
+from gpufleet import labk8s
 from gpufleet.lab import LAB_INVENTORY, REPO_ROOT, charts_dir
 
 PLAYBOOK = Path(__file__).parent / "playbooks" / "monitoring_chart.yml"
-HELM = REPO_ROOT / ".cache/k8s/1.36.3/bin/helm"
+HELM = labk8s.bin_dir() / "helm"
 pytestmark = pytest.mark.skipif(not charts_dir().is_dir(), reason=f"the released charts are not in {charts_dir()}")
 
 
@@ -43,7 +44,7 @@ def test_an_upgrade_of_the_chart_upgrades_its_crds(api, namespace):
         versions = crd_versions(api)
         assert len(versions) == 10 and set(versions.values()) == {"0.86.1"}, versions
         release = subprocess.run(
-            [str(HELM), "--kubeconfig", str(REPO_ROOT / ".lab/k8s/main/admin.kubeconfig"), "list", "-n", namespace,
+            [str(HELM), "--kubeconfig", str(labk8s.kubeconfig_path("main")), "list", "-n", namespace,
              "-o", "json"],
             capture_output=True, text=True, check=True,
         )  # fmt: skip
@@ -52,7 +53,7 @@ def test_an_upgrade_of_the_chart_upgrades_its_crds(api, namespace):
         assert converge(namespace, "79.0.1")["changed"] == 0  # a re-run changes nothing
     finally:
         subprocess.run(
-            [str(HELM), "--kubeconfig", str(REPO_ROOT / ".lab/k8s/main/admin.kubeconfig"), "uninstall", namespace,
+            [str(HELM), "--kubeconfig", str(labk8s.kubeconfig_path("main")), "uninstall", namespace,
              "-n", namespace, "--wait"],
             capture_output=True, check=False,
         )  # fmt: skip
