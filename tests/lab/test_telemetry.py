@@ -101,8 +101,11 @@ def test_benchmark_gpu_correlation_reads_the_dcgm_series(converged):
 
     # The window must hold 20 s of samples; earlier drills cut the tunnel, so wait for them.
     energy = 'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{instance="gpu1"}'
+    # Both edges count: a scrape that fails leaves a staleness marker, so "now" can be empty too.
     deadline = time.monotonic() + 90
-    while not pv.query(PROMETHEUS, energy, time.time() - 21) and time.monotonic() < deadline:
+    while time.monotonic() < deadline and not (
+        pv.query(PROMETHEUS, energy, time.time() - 21) and pv.query(PROMETHEUS, energy, time.time())
+    ):
         time.sleep(1)
     now = time.time()
     level = lb.judge_level(lb.BenchConfig(base_url="x"), 1, [], [], 0.0, now - 20, now)
