@@ -61,6 +61,9 @@ def parse_nvidia_smi_xml(document: str) -> dict[str, Any]:
                 or _number(gpu, "power_readings/power_limit"),
                 "temperature_c": _number(gpu, "temperature/gpu_temp"),
                 "utilization_pct": _number(gpu, "utilization/gpu_util"),
+                # NVSwitch systems: Completed once nvidia-fabricmanager has joined the GPU to the fabric.
+                "fabric_state": _text(gpu, "fabric/state"),
+                "fabric_status": _text(gpu, "fabric/status"),
             }
         )
     return {

@@ -51,6 +51,16 @@ def duration(value: object) -> bool:
     return isinstance(value, str) and bool(_DURATION.match(value))
 
 
+_DURATION_UNITS = {"y": 365 * 86400, "w": 7 * 86400, "d": 86400, "h": 3600, "m": 60, "s": 1, "ms": 0.001}
+
+
+def duration_seconds(value: str) -> float:
+    """Seconds in a duration such as 1h30m (see duration)."""
+    if not duration(value):
+        raise ValueError(f"{value!r} is not a duration such as 90s, 10m or 1h30m")
+    return sum(int(n) * _DURATION_UNITS[u] for n, u in re.findall(r"(\d+)(ms|[ywdhms])", value))
+
+
 def k8s_quantity(value: object) -> bool:
     """A Kubernetes resource quantity such as 4Gi or 500m."""
     return isinstance(value, str) and bool(_QUANTITY.match(value))

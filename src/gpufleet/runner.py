@@ -172,6 +172,14 @@ def _rows(host: str, name: str, item: dict[str, Any]) -> list[CheckRow]:
         if status == "failed" and not any(r.status == "failed" for r in rows):
             rows.append(CheckRow(host, name, status, detail, item["url"]))
         return rows
+    if isinstance(item.get("checks"), list) and all("verdict" in c for c in item["checks"]):  # gpu_health
+        # warn passes (worth a look, no reason to keep the node out); skip says why.
+        verdicts = {"pass": "passed", "warn": "passed", "fail": "failed", "skip": "skipped"}
+        return [
+            CheckRow(host, f"{name}: {c['name']}", verdicts[c["verdict"]],
+                     ("warning: " if c["verdict"] == "warn" else "") + c["evidence"], host)
+            for c in item["checks"]
+        ]  # fmt: skip
     return [CheckRow(host, name, status, detail, str(args.get("url") or host))]
 
 

@@ -25,9 +25,11 @@ def test_h200_capture():
 
 
 def test_same_result_as_on_the_gpu_machine():
-    # tests/fixtures/device/capture_gpu_facts.sh ran this parser on the H200 itself.
-    on_device = json.loads((FIXTURES / "device" / "gpu_facts.h200.json").read_text())
-    assert parse_nvidia_smi_xml((FIXTURES / "nvidia-smi-q-x.h200.xml").read_text()) == on_device
+    # tests/fixtures/device/capture_gpu_health.sh ran this parser on the H200 itself.
+    capture = FIXTURES / "device" / "h200-health"
+    on_device = json.loads((capture / "gpu_facts.json").read_text())
+    assert parse_nvidia_smi_xml((capture / "nvidia-smi-q-x.xml").read_text()) == on_device
+    assert on_device["gpus"][0]["fabric_state"] is None  # N/A: no NVSwitch on this machine
 
 
 def test_not_nvidia_smi_output_is_a_clear_error():

@@ -145,3 +145,24 @@ def test_verify_rows_fit_the_run_summary_schema():
     rows = [CheckRow("localhost", "DCGM: target gpu1", "passed", "up", "http://prom:9090 job gpufleet-dcgm")]
     summary = Summary("playbooks/verify.yml", "successful", 0, "runs/x", 1.0, checks=rows)
     jsonschema.validate(summary.as_dict(), schema)
+
+
+def test_health_gate_rows_one_per_check():
+    from gpufleet.runner import _rows
+
+    item = {
+        "failed": True,
+        "msg": "pcie_link: x8 of x16",
+        "checks": [
+            {"name": "pcie_link", "verdict": "fail", "evidence": "GPU 0: x8 of x16"},
+            {"name": "throttle_reasons", "verdict": "warn", "evidence": "active: sw_power_cap"},
+            {"name": "dcgm_diag", "verdict": "skip", "evidence": "dcgmi is not installed"},
+        ],
+    }
+    rows = _rows("gpu1", "GPU health gate", item)
+    assert [(r.check, r.status) for r in rows] == [
+        ("GPU health gate: pcie_link", "failed"),
+        ("GPU health gate: throttle_reasons", "passed"),
+        ("GPU health gate: dcgm_diag", "skipped"),
+    ]
+    assert rows[1].detail == "warning: active: sw_power_cap"

@@ -42,3 +42,8 @@ def test_the_driver_is_recorded_as_a_local_fact(host):
 def test_no_reboot_is_pending(host):
     # Neither nouveau nor an older nvidia module was loaded: the driver works without one.
     assert not host.file("/run/gpufleet-nvidia-driver-reboot-required").exists
+
+
+def test_no_fabric_manager_without_nvswitches(host):
+    # The FIXTURE PCI tree has a GPU and no NVSwitch (as the real H200 machine).
+    assert not host.package("nvidia-fabricmanager-550").is_installed
