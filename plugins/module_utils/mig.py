@@ -4,6 +4,7 @@ mig-parted configuration the GPU Operator's MIG manager applies."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 # Profiles `<compute slices>g.<memory>gb` each model offers, with the compute slices they take of
@@ -63,3 +64,47 @@ def parted_config(layouts: dict[str, dict[str, int]]) -> dict[str, Any]:
     for name, layout in layouts.items():
         configs[name] = [{"devices": "all", "mig-enabled": True, "mig-devices": dict(layout)}]
     return {"version": "v1", "mig-configs": configs}
+
+
+# `nvidia-smi mig -lgi`: one row per GPU instance, e.g.
+#   |   0  MIG 1g.18gb         19        9          2:1     |
+_GI_ROW = re.compile(r"^\|\s+(\d+)\s+MIG\s+(\S+)\s+(\d+)\s+(\d+)\s+\d+:\d+\s+\|\s*$")
+
+
+def gpu_instances(lgi_output: str) -> dict[int, dict[str, int]]:
+    """{GPU index: {profile: count}} from `nvidia-smi mig -lgi` (no rows: no instances)."""
+    found: dict[int, dict[str, int]] = {}
+    for match in filter(None, map(_GI_ROW.match, lgi_output.splitlines())):
+        gpu, profile = int(match.group(1)), match.group(2)
+        found.setdefault(gpu, {})
+        found[gpu][profile] = found[gpu].get(profile, 0) + 1
+    return found
+
+
+def gpu_changes(
+    modes: dict[int, str], instances: dict[int, dict[str, int]], layout: dict[str, int] | None
+) -> dict[int, list[str]]:
+    """What each GPU needs to match the layout (None: MIG disabled), as steps in order; a GPU
+    already there needs none. modes: {GPU index: current MIG mode, Enabled or Disabled}."""
+    changes: dict[int, list[str]] = {}
+    for gpu, mode in sorted(modes.items()):
+        have = instances.get(gpu, {})
+        steps = []
+        if layout is None:
+            if have:
+                steps.append("destroy instances")
+            if mode != "Disabled":
+                steps.append("disable MIG")
+        else:
+            if mode != "Enabled":
+                steps.append("enable MIG")
+            if have != layout:
+                steps += (["destroy instances"] if have else []) + ["create " + ",".join(expand(layout))]
+        if steps:
+            changes[gpu] = steps
+    return changes
+
+
+def expand(layout: dict[str, int]) -> list[str]:
+    """The profiles one by one, largest first (NVIDIA's placement packs them best that way)."""
+    return [p for p in sorted(layout, key=lambda p: (-int(p.split("g.")[0]), p)) for _ in range(layout[p])]

@@ -35,7 +35,10 @@ def case_block(case: dict[str, Any]) -> dict[str, Any]:
         "block": [
             {
                 "name": f"apply {case['role']}",
-                "ansible.builtin.include_role": {"name": f"gpufleet.platform.{case['role']}"},
+                "ansible.builtin.include_role": {
+                    "name": f"gpufleet.platform.{case['role']}",
+                    "tasks_from": case.get("tasks_from", "main"),
+                },
                 "vars": case["vars"],
             },
             {
