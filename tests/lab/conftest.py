@@ -1,8 +1,10 @@
 """Fixtures for tests on the running lab (`gpufleet lab up`, done by `make lab-tests`)."""
 
+import contextlib
 import subprocess
 import time
 import urllib.request
+from collections.abc import Iterator
 
 import pytest
 
@@ -17,6 +19,21 @@ def in_host(name: str, command: str, check: bool = True) -> subprocess.Completed
     if check and proc.returncode != 0:
         raise AssertionError(f"{name}: {command}: {proc.stderr}")
     return proc
+
+
+@contextlib.contextmanager
+def link_outage(node: str = "gpu1", peer: str = "10.213.7.11") -> Iterator[None]:
+    """The link between a GPU node and the tunnel host silently drops every packet, as a failed
+    WAN link does (no reset, no ICMP): DROP rules in the node's own network namespace."""
+    pid = lab.podman("inspect", lab.CONTAINER_PREFIX + node, "--format", "{{.State.Pid}}").stdout.strip()
+    rules = [["INPUT", "-s", peer], ["OUTPUT", "-d", peer]]
+    for rule in rules:
+        subprocess.run(["nsenter", "-t", pid, "-n", "iptables", "-w", "-I", *rule, "-j", "DROP"], check=True)
+    try:
+        yield
+    finally:
+        for rule in rules:
+            subprocess.run(["nsenter", "-t", pid, "-n", "iptables", "-w", "-D", *rule, "-j", "DROP"], check=True)
 
 
 def wait_for_tunnel(timeout: float = 30) -> float:

@@ -5,7 +5,7 @@ import time
 
 import pytest
 from ansible_collections.gpufleet.platform.plugins.module_utils import prometheus_verify as pv
-from conftest import PROMETHEUS, in_host, wait_for_tunnel
+from conftest import PROMETHEUS, in_host, link_outage, wait_for_tunnel
 
 from gpufleet import lab, runner
 
@@ -53,6 +53,16 @@ def test_tunnel_recovers_after_ssh_is_killed(converged):
     in_host("m1", "pkill -KILL -u gpufleet-tunnel -x ssh")
     wait_for_tunnel(timeout=15)
     print(f"tunnel recovery after kill: {time.monotonic() - killed:.2f}s")
+
+
+def test_tunnel_recovers_within_15_s_after_a_silent_link_outage(converged):
+    # Longer than the keepalives take to give up (3 x 5 s), so ssh exits and retries meanwhile.
+    wait_for_tunnel()
+    with link_outage():
+        time.sleep(45)
+    healed = time.monotonic()
+    wait_for_tunnel(timeout=15)
+    print(f"tunnel recovery after a 45 s silent outage: {time.monotonic() - healed:.2f}s")
 
 
 def test_tunnel_recovers_after_gpu_node_sshd_restart(converged):
