@@ -57,7 +57,10 @@ from ansible_collections.gpufleet.platform.plugins.module_utils.mig import expan
 
 def main() -> None:
     module = AnsibleModule(
-        argument_spec={"layout": {"type": "dict", "default": {}}, "nvidia_smi": {"type": "str", "default": "nvidia-smi"}},
+        argument_spec={
+            "layout": {"type": "dict", "default": {}},
+            "nvidia_smi": {"type": "str", "default": "nvidia-smi"},
+        },
         supports_check_mode=True,
     )
     smi = module.get_bin_path(module.params["nvidia_smi"], required=True)
