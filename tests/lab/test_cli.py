@@ -175,9 +175,11 @@ def test_verify_prints_a_pass_fail_table(converged, tmp_path):
     assert len(metrics) >= 10 and all(c["status"] == "passed" for c in metrics), metrics
     endpoint = [c for c in checks if c["check"].startswith("inference endpoint nothing-listens")]
     assert endpoint and endpoint[0]["status"] == "failed" and endpoint[0]["target"] == "http://127.0.0.1:9"
-    # The lab's GPU node has no GPU: the driver check is skipped, not failed, and says why.
-    gpu = rows[("gpu1", "GPU driver and devices (driver new enough for DCGM 3.5)")]
-    assert gpu["status"] == "skipped" and gpu["detail"].startswith("skipped: "), gpu
-    assert re.search(r"verify: \d+ passed, [1-9]\d* failed, 1 skipped", proc.stderr), proc.stderr
+    # The lab's GPU node has no GPU: the driver check and the health gate are skipped, not
+    # failed, and say why.
+    for name in ("GPU driver and devices (driver new enough for DCGM 3.5)", "GPU health gate"):
+        gpu = rows[("gpu1", name)]
+        assert gpu["status"] == "skipped" and gpu["detail"].startswith("skipped: "), gpu
+    assert re.search(r"verify: \d+ passed, [1-9]\d* failed, 2 skipped", proc.stderr), proc.stderr
     failed_row = r"FAILED\s+localhost\s+inference endpoint nothing-listens: [\w-]+ +http://127.0.0.1:9"
     assert re.search(failed_row, proc.stderr), proc.stderr
