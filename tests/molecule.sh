@@ -19,7 +19,9 @@ for role in "${roles[@]}"; do
   for scenario in "$repo/roles/$role"/molecule/*/molecule.yml; do
     name=$(basename "$(dirname "$scenario")")
     echo "=== molecule: $role ($name)"
+    started=$SECONDS
     (cd "$repo/roles/$role" && molecule -c "$repo/molecule/config.yml" test -s "$name")
+    echo "=== molecule: $role ($name) passed in $((SECONDS - started)) s"
     count=$((count + 1))
   done
 done

@@ -32,6 +32,19 @@ def test_the_new_driver_runs_and_is_held(host):
     assert "<driver_version>550.163.02</driver_version>" in host.check_output("nvidia-smi -q -x")
 
 
+def test_the_fabric_manager_moved_with_the_driver_on_the_hgx_host(host):
+    fabric_manager = host.package("nvidia-fabricmanager-550")
+    if host.backend.hostname == "upgrade-a":
+        assert not fabric_manager.is_installed  # no NVSwitch, no fabric manager
+        return
+    assert fabric_manager.version == "550.163.02-1"
+    assert "nvidia-fabricmanager-550" in host.check_output("apt-mark showhold").split()
+    service = host.service("nvidia-fabricmanager")
+    assert service.is_running and service.is_enabled
+    xml = host.check_output("nvidia-smi -q -x")
+    assert "<state>Completed</state>" in xml and "<status>Success</status>" in xml
+
+
 def test_the_node_is_back_in_service(host, core):
     node = core.read_node(host.backend.hostname)
     assert not node.spec.unschedulable
