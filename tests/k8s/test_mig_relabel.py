@@ -44,7 +44,9 @@ class MigManagerStandIn(threading.Thread):
             labels = node.metadata.labels or {}
             if labels.get("nvidia.com/mig.config") == self.layout and "nvidia.com/mig.config.state" not in labels:
                 pods = self.core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={NODE}").items
-                self.seen = {"unschedulable": bool(node.spec.unschedulable), "pods": len(pods)}
+                # DaemonSets' pods (the lab's converge leaves some that run on every node) stay.
+                moved = [p for p in pods if not any(o.kind == "DaemonSet" for o in p.metadata.owner_references or [])]
+                self.seen = {"unschedulable": bool(node.spec.unschedulable), "pods": len(moved)}
                 time.sleep(1)
                 self.core.patch_node(NODE, {"metadata": {"labels": {"nvidia.com/mig.config.state": self.answer}}})
                 return
