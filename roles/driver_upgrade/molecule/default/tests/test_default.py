@@ -79,8 +79,9 @@ def test_a_blocking_budget_stops_the_rollout_at_the_first_node(core):
         assert host.package("nvidia-open-550").version == "550.163.02-1"
     finally:
         policy.patch_namespaced_pod_disruption_budget("inference", NAMESPACE, {"spec": {"maxUnavailable": 1}})
-    # The budget fixed, a re-run completes the rollout (a downgrade is a change like any other).
-    result = rollout("-e", "nvidia_driver_version=550.163.01")
+    # The budget fixed, a re-run completes on the node that stopped it (a downgrade is a change
+    # like any other; limited to that node to keep the scenario short).
+    result = rollout("-e", "nvidia_driver_version=550.163.01", "--limit", "upgrade-a")
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
     assert host.package("nvidia-open-550").version == "550.163.01-1"
-    assert not core.read_node("upgrade-a").spec.unschedulable and not core.read_node("upgrade-b").spec.unschedulable
+    assert not core.read_node("upgrade-a").spec.unschedulable
