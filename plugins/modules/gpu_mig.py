@@ -25,7 +25,7 @@ attributes:
     support: none
 options:
   layout:
-    description: Profile to count, e.g. C({1g.18gb: 7}); empty disables MIG.
+    description: "Profile to count, for example C({1g.18gb: 7}); empty disables MIG."
     type: dict
     default: {}
   nvidia_smi:
