@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """Filters that turn ServiceMonitors into Prometheus scrape configs (the lab's operator stand-in),
-and check an Alertmanager configuration."""
+check an Alertmanager configuration, and read a remote-write queue's backlog."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufleet.platform.plugins.module_utils.alertmanager import config_problems
+from ansible_collections.gpufleet.platform.plugins.module_utils.remote_write import backlog_seconds
 from ansible_collections.gpufleet.platform.plugins.module_utils.servicemonitor import (
     UnsupportedServiceMonitor,
     endpoints_targets,
@@ -48,4 +49,5 @@ class FilterModule:
             "servicemonitor_scrape_configs": servicemonitor_scrape_configs,
             "kubernetes_endpoints_targets": kubernetes_endpoints_targets,
             "alertmanager_config_problems": config_problems,
+            "remote_write_backlog": backlog_seconds,
         }

@@ -6,7 +6,9 @@ Stdlib only: the same code runs inside the Ansible module and the gpufleet CLI.
 
 from __future__ import annotations
 
+import base64
 import json
+import ssl
 import time
 import urllib.error
 import urllib.parse
@@ -77,6 +79,24 @@ class PrometheusError(RuntimeError):
     pass
 
 
+@dataclass(frozen=True)
+class Server:
+    """A Prometheus HTTP API, with the basic-auth user and CA a receiver behind TLS needs. Functions
+    here take one of these or a plain URL; it prints as its URL (never the password)."""
+
+    url: str
+    username: str = ""
+    password: str = field(default="", repr=False)
+    ca_file: str = ""
+
+    def __str__(self) -> str:
+        return self.url
+
+
+def _server(base_url: str | Server) -> Server:
+    return base_url if isinstance(base_url, Server) else Server(base_url)
+
+
 _RANGES: dict[str, tuple[float, float]] = {
     "DCGM_FI_DEV_GPU_UTIL": (0, 100),
     "DCGM_FI_DEV_MEM_COPY_UTIL": (0, 100),
@@ -133,19 +153,27 @@ def vllm_profile(**_: object) -> list[Expectation]:
 PROFILES = {"dcgm": dcgm_profile, "vllm": vllm_profile}
 
 
-def _get(base_url: str, path: str, params: dict[str, str] | None = None, timeout: float = 10) -> Any:
-    url = base_url.rstrip("/") + path + ("?" + urllib.parse.urlencode(params) if params else "")
+def _get(base_url: str | Server, path: str, params: dict[str, str] | None = None, timeout: float = 10) -> Any:
+    server = _server(base_url)
+    query_string = "?" + urllib.parse.urlencode(params) if params else ""
+    request = urllib.request.Request(server.url.rstrip("/") + path + query_string)
+    if server.username:
+        token = base64.b64encode(f"{server.username}:{server.password}".encode()).decode()
+        request.add_header("Authorization", f"Basic {token}")
+    context = ssl.create_default_context(cafile=server.ca_file or None)
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:
+        with urllib.request.urlopen(request, timeout=timeout, context=context) as response:
             payload = json.load(response)
+    except urllib.error.HTTPError as exc:
+        raise PrometheusError(f"Prometheus at {server} answered HTTP {exc.code} {exc.reason}") from exc
     except urllib.error.URLError as exc:
-        raise PrometheusError(f"cannot reach Prometheus at {base_url}: {exc.reason}") from exc
+        raise PrometheusError(f"cannot reach Prometheus at {server}: {exc.reason}") from exc
     if payload.get("status") != "success":
         raise PrometheusError(f"Prometheus {path} answered {payload.get('errorType')}: {payload.get('error')}")
     return payload["data"]
 
 
-def fetch_targets(base_url: str, job: str) -> list[TargetResult]:
+def fetch_targets(base_url: str | Server, job: str) -> list[TargetResult]:
     data = _get(base_url, "/api/v1/targets", {"state": "active"})
     return [
         TargetResult(t["scrapeUrl"], t["labels"].get("instance", ""), t["health"], t.get("lastError", ""), job)
@@ -154,7 +182,26 @@ def fetch_targets(base_url: str, job: str) -> list[TargetResult]:
     ]
 
 
-def query(base_url: str, promql: str, at: float | None = None) -> list[dict[str, Any]]:
+def up_targets(up: list[dict[str, Any]], job: str, now: float, max_age_s: float) -> list[TargetResult]:
+    """Targets as the `up` series a remote-writing agent sends describe them (the receiver scrapes
+    nothing itself, so it has no targets of its own): from ``timestamp(up{job=...})`` paired
+    with the value. An `up` with no recent sample means the agent or its link went quiet."""
+    results = []
+    for series in up:
+        stamp, value = float(series["value"][0]), series["value"][1]
+        instance = series["metric"].get("instance", "")
+        if now - stamp > max_age_s:
+            health = "unknown"
+            error = f"no sample for {now - stamp:.0f}s: the node's agent or its link to the receiver is down"
+        elif value == "1":
+            health, error = "up", ""
+        else:
+            health, error = "down", "the node's agent cannot scrape its exporter (up == 0)"
+        results.append(TargetResult("remote write from " + instance, instance, health, error, job))
+    return results
+
+
+def query(base_url: str | Server, promql: str, at: float | None = None) -> list[dict[str, Any]]:
     """An instant query's result vector (at a given Unix time, or now)."""
     params = {"query": promql} | ({"time": f"{at:.3f}"} if at is not None else {})
     result: list[dict[str, Any]] = _get(base_url, "/api/v1/query", params)["result"]
@@ -215,12 +262,29 @@ def check_metric(
 
 
 def _judge_once(
-    base_url: str, job: str, expectations: list[Expectation], instances: list[str], max_age_s: float
+    base_url: str | Server,
+    job: str,
+    expectations: list[Expectation],
+    instances: list[str],
+    max_age_s: float,
+    targets_from: str = "scrape",
 ) -> tuple[list[TargetResult], list[MetricResult], list[str]]:
-    targets = fetch_targets(base_url, job)
     failures: list[str] = []
-    if not targets:
-        failures.append(f"no target in job {job!r}: the scrape configuration does not produce it (check its selector)")
+    if targets_from == "up":
+        values = {_series_key(s["metric"]): s["value"][1] for s in query(base_url, f'up{{job="{job}"}}')}
+        up = [
+            {"metric": s["metric"], "value": [s["value"][1], values.get(_series_key(s["metric"]), "0")]}
+            for s in query(base_url, f'timestamp(up{{job="{job}"}})')
+        ]
+        targets = up_targets(up, job, time.time(), max_age_s)
+        if not targets:
+            failures.append(f"no up series of job {job!r} at the receiver: no agent sends this job's samples")
+    else:
+        targets = fetch_targets(base_url, job)
+        if not targets:
+            failures.append(
+                f"no target in job {job!r}: the scrape configuration does not produce it (check its selector)"
+            )
     for target in targets:
         if target.health != "up":
             failures.append(f"target {target.instance} ({target.scrape_url}) is {target.health}: {target.last_error}")
@@ -246,20 +310,23 @@ def _judge_once(
 
 
 def verify(
-    base_url: str,
+    base_url: str | Server,
     job: str,
     expectations: list[Expectation],
     instances: list[str] | None = None,
     max_age_s: float = 120,
     timeout_s: float = 60,
     poll_s: float = 2,
+    targets_from: str = "scrape",
 ) -> Report:
-    """Poll until every expectation holds or ``timeout_s`` passes; report the last judgement."""
+    """Poll until every expectation holds or ``timeout_s`` passes; report the last judgement.
+    ``targets_from`` is ``scrape`` (the server's own targets) or ``up`` (the `up` series remote-written
+    by agents, for a receiver)."""
     started = time.monotonic()
     wanted = list(instances or [])
     while True:
         try:
-            targets, results, failures = _judge_once(base_url, job, expectations, wanted, max_age_s)
+            targets, results, failures = _judge_once(base_url, job, expectations, wanted, max_age_s, targets_from)
         except PrometheusError as exc:
             targets, results, failures = [], [], [str(exc)]
         waited = time.monotonic() - started

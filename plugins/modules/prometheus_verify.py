@@ -73,6 +73,26 @@ options:
         description: When false, a missing metric is reported but does not fail.
         type: bool
         default: true
+  targets_from:
+    description:
+      - Where the job's targets are read. C(scrape) asks the server for its own scrape targets (the tunnel path).
+      - C(up) reads the C(up) series remote-writing agents send (a receiver scrapes nothing itself). An C(up) of 0 names
+        the node whose exporter is down, an C(up) with no recent sample the node whose agent or link is down.
+    type: str
+    choices: [scrape, up]
+    default: scrape
+  url_username:
+    description: Basic-auth user for a Prometheus behind basic auth (a remote-write receiver).
+    type: str
+    default: ""
+  url_password:
+    description: Its password (from the vault).
+    type: str
+    default: ""
+  ca_path:
+    description: CA certificate (PEM, where the module runs) to verify an https URL against, instead of the system CAs.
+    type: str
+    default: ""
   max_sample_age:
     description: Seconds after which the newest sample of a metric counts as stale.
     type: float
@@ -138,6 +158,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.platform.plugins.module_utils.prometheus_verify import (
     PROFILES,
     Expectation,
+    Server,
     verify,
 )
 
@@ -172,6 +193,10 @@ def main() -> None:
                     "required": {"type": "bool", "default": True},
                 },
             },
+            "targets_from": {"type": "str", "choices": ["scrape", "up"], "default": "scrape"},
+            "url_username": {"type": "str", "default": ""},
+            "url_password": {"type": "str", "default": "", "no_log": True},
+            "ca_path": {"type": "str", "default": ""},
             "max_sample_age": {"type": "float", "default": 120},
             "timeout": {"type": "float", "default": 60},
         },
@@ -179,13 +204,17 @@ def main() -> None:
     )
     if module.params["profile"] == "none" and not module.params["metrics"]:
         module.fail_json(msg="nothing to verify: set profile (e.g. dcgm) or list metrics")
+    server = Server(
+        module.params["url"], module.params["url_username"], module.params["url_password"], module.params["ca_path"]
+    )
     report = verify(
-        module.params["url"],
+        server,
         module.params["job"],
         expectations_from_params(module.params),
         module.params["instances"],
         max_age_s=module.params["max_sample_age"],
         timeout_s=module.params["timeout"],
+        targets_from=module.params["targets_from"],
     )
     result = dict(changed=False, msg=report.summary, **report.as_dict())
     if not report.ok:

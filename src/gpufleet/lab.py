@@ -17,6 +17,8 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -115,6 +117,22 @@ def podman(*args: str, check: bool = True, capture: bool = True) -> subprocess.C
     if check and proc.returncode != 0:
         raise LabError(f"podman {' '.join(args[:3])} failed: {proc.stderr.strip()}")
     return proc
+
+
+@contextmanager
+def silent_link_outage(container: str, peer: str) -> Iterator[None]:
+    """Every packet between a lab container and a peer address silently dropped, as a failed WAN
+    link drops them (no reset, no ICMP): DROP rules in the container's own network namespace,
+    removed on exit. For drills in the lab's tests and the molecule scenarios."""
+    pid = podman("inspect", container, "--format", "{{.State.Pid}}").stdout.strip()
+    rules = [["INPUT", "-s", peer], ["OUTPUT", "-d", peer]]
+    for rule in rules:
+        subprocess.run(["nsenter", "-t", pid, "-n", "iptables", "-w", "-I", *rule, "-j", "DROP"], check=True)
+    try:
+        yield
+    finally:
+        for rule in rules:
+            subprocess.run(["nsenter", "-t", pid, "-n", "iptables", "-w", "-D", *rule, "-j", "DROP"], check=True)
 
 
 def debian_mirror(apt_dir: Path = Path("/etc/apt")) -> str:

@@ -200,6 +200,14 @@ def test_every_monitoring_feature_reaches_the_chart(tmp_path, version):
     assert only(docs, "Prometheus")["spec"]["storage"]["volumeClaimTemplate"]["spec"]["resources"] == {
         "requests": {"storage": "50Gi"}
     }
+    assert "enableRemoteWriteReceiver" not in only(docs, "Prometheus")["spec"]  # tunnel mode: no receiver
+
+
+@pytest.mark.parametrize("version", sorted(table("monitoring")))
+def test_the_remote_write_mode_turns_the_receiver_on(tmp_path, version):
+    values = render_values(tmp_path, gpufleet_telemetry_mode="remote_write", monitoring_chart_version=version)
+    docs = helm_template(f"kube-prometheus-stack-{version}.tgz", values["monitoring"], "monitoring")
+    assert only(docs, "Prometheus")["spec"]["enableRemoteWriteReceiver"] is True
 
 
 def images(docs: list[dict[str, Any]]) -> set[str]:

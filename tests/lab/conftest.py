@@ -4,7 +4,6 @@ import contextlib
 import subprocess
 import time
 import urllib.request
-from collections.abc import Iterator
 
 import pytest
 
@@ -21,19 +20,9 @@ def in_host(name: str, command: str, check: bool = True) -> subprocess.Completed
     return proc
 
 
-@contextlib.contextmanager
-def link_outage(node: str = "gpu1", peer: str = "10.213.7.11") -> Iterator[None]:
-    """The link between a GPU node and the tunnel host silently drops every packet, as a failed
-    WAN link does (no reset, no ICMP): DROP rules in the node's own network namespace."""
-    pid = lab.podman("inspect", lab.CONTAINER_PREFIX + node, "--format", "{{.State.Pid}}").stdout.strip()
-    rules = [["INPUT", "-s", peer], ["OUTPUT", "-d", peer]]
-    for rule in rules:
-        subprocess.run(["nsenter", "-t", pid, "-n", "iptables", "-w", "-I", *rule, "-j", "DROP"], check=True)
-    try:
-        yield
-    finally:
-        for rule in rules:
-            subprocess.run(["nsenter", "-t", pid, "-n", "iptables", "-w", "-D", *rule, "-j", "DROP"], check=True)
+def link_outage(node: str = "gpu1", peer: str = "10.213.7.11") -> contextlib.AbstractContextManager[None]:
+    """The link between a GPU node and the tunnel host silently drops every packet."""
+    return lab.silent_link_outage(lab.CONTAINER_PREFIX + node, peer)
 
 
 def wait_for_tunnel(timeout: float = 30) -> float:

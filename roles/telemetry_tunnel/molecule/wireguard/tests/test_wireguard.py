@@ -1,9 +1,10 @@
 """The WireGuard transport carries the exporter, and the link lets nothing else through."""
 
-import subprocess
 import time
 
 import yaml
+
+from gpufleet.lab import silent_link_outage
 
 testinfra_hosts = ["ansible://wg-main"]
 
@@ -49,18 +50,9 @@ def test_the_link_heals_within_15_s_after_a_silent_outage(host, bind, fetch):
     # Every packet between the two hosts dropped inside the GPU node's network namespace (no
     # reset, as a failed WAN link), for longer than WireGuard's rekey attempts last (90 s would
     # be the worst case; 60 s keeps CI short), then healed.
-    pid = subprocess.run(
-        ["podman", "inspect", "wg-gpu", "--format", "{{.State.Pid}}"], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    rules = [["INPUT", "-s", bind], ["OUTPUT", "-d", bind]]
-    for rule in rules:
-        subprocess.run(["nsenter", "-t", pid, "-n", "iptables", "-w", "-I", *rule, "-j", "DROP"], check=True)
-    try:
+    with silent_link_outage("wg-gpu", bind):
         time.sleep(60)
         assert fetch(f"http://{bind}:19401/metrics").rc != 0  # the outage is real
-    finally:
-        for rule in rules:
-            subprocess.run(["nsenter", "-t", pid, "-n", "iptables", "-w", "-D", *rule, "-j", "DROP"], check=True)
     healed = time.monotonic()
     while time.monotonic() - healed < 15:
         if fetch(f"http://{bind}:19401/metrics").rc == 0:
