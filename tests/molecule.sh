@@ -1,6 +1,12 @@
 #!/usr/bin/env bash
 # Run every scenario of every role (or of the roles named as arguments) with the
 # shared config in molecule/config.yml, on the lab base image.
+#
+# All of them: two queues side by side, each one scenario at a time: the cluster roles' scenarios
+# (against the lab's API servers; they add and remove the GPU cluster's monitoring CRDs, so never
+# two at once) and the host roles' (each in its own containers). Each scenario's output goes to
+# .cache/molecule/<role>-<scenario>.log; a failed one's end is printed. Named roles: one queue,
+# the output on the terminal.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 export GPUFLEET_REPO=$repo
@@ -8,21 +14,46 @@ export GPUFLEET_REPO=$repo
 export GPUFLEET_CHARTS_DIR=${GPUFLEET_CHARTS_DIR:-$(cd "$repo/.." && pwd)/shared/charts}
 export CONTAINERS_CONF=${CONTAINERS_CONF:-$repo/.lab/containers.conf}
 export ANSIBLE_FORCE_COLOR=0 PY_COLORS=0
-roles=("$@")
-if [ ${#roles[@]} -eq 0 ]; then
-  for role in "$repo"/roles/*/molecule; do
-    roles+=("$(basename "$(dirname "$role")")")
-  done
-fi
-count=0
-for role in "${roles[@]}"; do
-  for scenario in "$repo/roles/$role"/molecule/*/molecule.yml; do
-    name=$(basename "$(dirname "$scenario")")
-    echo "=== molecule: $role ($name)"
-    started=$SECONDS
-    (cd "$repo/roles/$role" && molecule -c "$repo/molecule/config.yml" test -s "$name")
+logs=$repo/.cache/molecule
+mkdir -p "$logs"
+
+scenario() {  # role/scenario [log]
+  local role=${1%%/*} name=${1##*/} started=$SECONDS
+  echo "=== molecule: $role ($name)"
+  if (cd "$repo/roles/$role" && molecule -c "$repo/molecule/config.yml" test -s "$name") > "${2:-/dev/stdout}" 2>&1; then
     echo "=== molecule: $role ($name) passed in $((SECONDS - started)) s"
-    count=$((count + 1))
+  else
+    echo "=== molecule: $role ($name) FAILED after $((SECONDS - started)) s"
+    [ -z "${2:-}" ] || { echo "--- the end of $2:"; tail -n 80 "$2"; }
+    return 1
+  fi
+}
+
+queue() {  # role/scenario...
+  local entry
+  for entry in "$@"; do
+    scenario "$entry" "$logs/${entry/\//-}.log" || return 1
+  done
+}
+
+cluster=() hosts=()
+roles=("$@")
+[ ${#roles[@]} -gt 0 ] || for dir in "$repo"/roles/*/molecule; do roles+=("$(basename "$(dirname "$dir")")"); done
+for role in "${roles[@]}"; do
+  for file in "$repo/roles/$role"/molecule/*/molecule.yml; do
+    entry=$role/$(basename "$(dirname "$file")")
+    if grep -q "managed: false" "$file"; then cluster+=("$entry"); else hosts+=("$entry"); fi
   done
 done
-echo "molecule: $count scenario(s) passed"
+
+if [ $# -gt 0 ]; then
+  for entry in "${cluster[@]}" "${hosts[@]}"; do scenario "$entry"; done
+  exit 0
+fi
+queue "${cluster[@]}" & cluster_queue=$!
+queue "${hosts[@]}" & host_queue=$!
+failed=0
+wait $cluster_queue || failed=1
+wait $host_queue || failed=1
+[ $failed -eq 0 ] || { echo "molecule: a scenario failed (see above)"; exit 1; }
+echo "molecule: $(( ${#cluster[@]} + ${#hosts[@]} )) scenario(s) passed"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -95,9 +96,23 @@ def main() -> None:
     parser.add_argument("--driver-version", default="580.159.04")
     parser.add_argument("--uuid-prefix", default="GPU-f1x7e5e0-0000-0000-0000-")
     parser.add_argument("--unsupported", default="", help="comma-separated fields served as blank")
+    parser.add_argument(
+        "--nodes",
+        type=int,
+        default=1,
+        help="simulate this many GPU nodes (scale benchmarks): node i on the listen port + i, named NODE-NAME-i",
+    )
     args = parser.parse_args()
-    fixture = Fixture(args)
+    host, port = args.listen.rsplit(":", 1)
+    if args.nodes == 1:
+        serve(Fixture(args), host, int(port))
+    for i in range(args.nodes):
+        node = argparse.Namespace(**{**vars(args), "node_name": f"{args.node_name}-{i}"})
+        threading.Thread(target=serve, args=(Fixture(node), host, int(port) + i), daemon=True).start()
+    threading.Event().wait()
 
+
+def serve(fixture: Fixture, host: str, port: int) -> None:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             if self.path.split("?")[0] != "/metrics":
@@ -113,8 +128,7 @@ def main() -> None:
         def log_message(self, format: str, *args: object) -> None:
             pass
 
-    host, port = args.listen.rsplit(":", 1)
-    ThreadingHTTPServer((host, int(port)), Handler).serve_forever()
+    ThreadingHTTPServer((host, port), Handler).serve_forever()
 
 
 if __name__ == "__main__":
