@@ -2,11 +2,12 @@
 # Run every scenario of every role (or of the roles named as arguments) with the
 # shared config in molecule/config.yml, on the lab base image.
 #
-# All of them: two queues side by side, each one scenario at a time: the cluster roles' scenarios
+# All of them: two workers side by side, each one scenario at a time. The cluster roles' scenarios
 # (against the lab's API servers; they add and remove the GPU cluster's monitoring CRDs, so never
-# two at once) and the host roles' (each in its own containers). Each scenario's output goes to
-# .cache/molecule/<role>-<scenario>.log; a failed one's end is printed. Named roles: one queue,
-# the output on the terminal.
+# two at once) all go to the first worker, which then takes host scenarios (each in its own
+# containers) from the end of the list while the second takes them from the start; a scenario is
+# claimed with an atomic mkdir. Each scenario's output goes to .cache/molecule/<role>-<scenario>.log;
+# a failed one's end is printed. Named roles: one after the other, the output on the terminal.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 export GPUFLEET_REPO=$repo
@@ -29,9 +30,10 @@ scenario() {  # role/scenario [log]
   fi
 }
 
-queue() {  # role/scenario...
+worker() {  # role/scenario...: runs those not claimed yet, stops at its first failure
   local entry
   for entry in "$@"; do
+    mkdir "$logs/claims/${entry/\//-}" 2>/dev/null || continue
     scenario "$entry" "$logs/${entry/\//-}.log" || return 1
   done
 }
@@ -50,10 +52,13 @@ if [ $# -gt 0 ]; then
   for entry in "${cluster[@]}" "${hosts[@]}"; do scenario "$entry"; done
   exit 0
 fi
-queue "${cluster[@]}" & cluster_queue=$!
-queue "${hosts[@]}" & host_queue=$!
+rm -rf "$logs/claims" && mkdir -p "$logs/claims"
+reversed=()
+for ((i = ${#hosts[@]} - 1; i >= 0; i--)); do reversed+=("${hosts[i]}"); done
+worker "${cluster[@]}" "${reversed[@]}" & first=$!
+worker "${hosts[@]}" & second=$!
 failed=0
-wait $cluster_queue || failed=1
-wait $host_queue || failed=1
+wait $first || failed=1
+wait $second || failed=1
 [ $failed -eq 0 ] || { echo "molecule: a scenario failed (see above)"; exit 1; }
 echo "molecule: $(( ${#cluster[@]} + ${#hosts[@]} )) scenario(s) passed"

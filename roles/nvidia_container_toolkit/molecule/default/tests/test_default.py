@@ -5,7 +5,7 @@ import os
 import pytest
 from kubernetes import client, config
 
-testinfra_hosts = ["ansible://instance"]
+testinfra_hosts = ["ansible://toolkit-node"]
 
 PACKAGES = ["nvidia-container-toolkit", "nvidia-container-toolkit-base", "libnvidia-container-tools",
             "libnvidia-container1"]  # fmt: skip

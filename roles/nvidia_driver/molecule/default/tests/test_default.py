@@ -2,7 +2,7 @@
 
 import json
 
-testinfra_hosts = ["ansible://instance"]
+testinfra_hosts = ["ansible://driver-node"]
 
 
 def test_the_pinned_version_is_installed_and_held(host):

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 import testinfra
-from gpufleet.lib import prometheus_verify as pv
 
 from gpufleet.lab import silent_link_outage
 
@@ -170,17 +169,40 @@ def test_a_restart_during_an_outage_is_refused_and_its_loss_measured(host, recei
     assert stamps and stamps[-1] > ended - 2 * INTERVAL
 
 
-def test_the_verifier_reads_the_receiver_and_names_a_node_whose_exporter_is_down(host, receiver):
-    # gpufleet verify's DCGM check, as playbooks/verify.yml runs it in remote-write mode.
+def gpufleet_verify(address, tmp_path):
+    """playbooks/verify.yml (what `gpufleet verify` runs) on the scenario's inventory, in remote-write mode."""
+    extra = tmp_path / "verify-vars.json"  # the password in a file, not on a command line
+    extra.write_text(
+        json.dumps({
+            "gpufleet_telemetry_mode": "remote_write",
+            "gpufleet_prometheus_url": f"https://{address}:9090",
+            "gpufleet_prometheus_username": "gpufleet-agent",
+            "gpufleet_prometheus_password": password(),
+            "gpufleet_prometheus_ca_file": str(PKI / "ca.crt"),
+            "gpufleet_gpu_present": False,  # no GPU in the scenario: the driver and health rows are skipped
+            "gpufleet_verify_timeout": 0,
+        })
+    )  # fmt: skip
+    playbook = Path(os.environ["GPUFLEET_REPO"]) / "playbooks" / "verify.yml"
+    run = subprocess.run(
+        ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"], str(playbook), "-e", f"@{extra}"],
+        capture_output=True,
+        text=True,
+    )
+    return run.returncode, " ".join((run.stdout + run.stderr).split())
+
+
+def test_gpufleet_verify_reads_the_receiver_and_names_a_node_whose_exporter_is_down(host, receiver, tmp_path):
     _, address = receiver
-    server = pv.Server(f"https://{address}:9090", "gpufleet-agent", password(), str(PKI / "ca.crt"))
-    healthy = pv.verify(server, "gpufleet-dcgm", pv.dcgm_profile(), ["rw-gpu"], timeout_s=30, targets_from="up")
-    assert healthy.ok, healthy.failures
+    wait_caught_up(address)
+    rc, said = gpufleet_verify(address, tmp_path)
+    assert rc == 0 and "all checks passed" in said, said[-2000:]
+    assert password() not in said
     host.check_output("systemctl stop gpufleet-dcgm-fixture-exporter")
     try:
         time.sleep(2 * INTERVAL)  # the agent's next scrape fails, and its up == 0 reaches the receiver
-        down = pv.verify(server, "gpufleet-dcgm", pv.dcgm_profile(), ["rw-gpu"], timeout_s=0, targets_from="up")
+        rc, said = gpufleet_verify(address, tmp_path)
     finally:
         host.check_output("systemctl start gpufleet-dcgm-fixture-exporter")
-    assert not down.ok
-    assert any("target rw-gpu" in f and "up == 0" in f for f in down.failures), down.failures
+    assert rc != 0 and "DCGM metrics in Prometheus" in said
+    assert "target rw-gpu" in said and "up == 0" in said, said[-2000:]
