@@ -21,7 +21,10 @@ mkdir -p "$logs"
 scenario() {  # role/scenario [log]
   local role=${1%%/*} name=${1##*/} started=$SECONDS
   echo "=== molecule: $role ($name)"
-  if (cd "$repo/roles/$role" && molecule -c "$repo/molecule/config.yml" test -s "$name") > "${2:-/dev/stdout}" 2>&1; then
+  # To its log file when given (not `> /dev/stdout`: when stdout is a file, that truncates it).
+  if (cd "$repo/roles/$role" || exit 1
+      [ -z "${2:-}" ] || exec > "$2" 2>&1
+      molecule -c "$repo/molecule/config.yml" test -s "$name"); then
     echo "=== molecule: $role ($name) passed in $((SECONDS - started)) s"
   else
     echo "=== molecule: $role ($name) FAILED after $((SECONDS - started)) s"
