@@ -184,8 +184,8 @@ def fetch_targets(base_url: str | Server, job: str) -> list[TargetResult]:
 
 def up_targets(up: list[dict[str, Any]], job: str, now: float, max_age_s: float) -> list[TargetResult]:
     """Targets as the `up` series a remote-writing agent sends describe them (the receiver scrapes
-    nothing itself, so it has no targets of its own): from ``timestamp(up{job=...})`` paired
-    with the value. An `up` with no recent sample means the agent or its link went quiet."""
+    nothing itself, so it has no targets of its own), each with its newest sample's time
+    (newest_samples). An `up` with no recent sample means the agent or its link went quiet."""
     results = []
     for series in up:
         stamp, value = float(series["value"][0]), series["value"][1]
@@ -210,6 +210,16 @@ def query(base_url: str | Server, promql: str, at: float | None = None) -> list[
 
 def _series_key(labels: dict[str, str]) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((k, v) for k, v in labels.items() if k != "__name__"))
+
+
+def newest_samples(base_url: str | Server, selector: str) -> list[dict[str, Any]]:
+    """Each series of an instant query with its newest sample's own time instead of the evaluation
+    time (from timestamp()), which is what freshness is about: [{"metric", "value": [time, value]}]."""
+    stamps = {_series_key(s["metric"]): s["value"][1] for s in query(base_url, f"timestamp({selector})")}
+    return [
+        {"metric": s["metric"], "value": [stamps.get(_series_key(s["metric"]), s["value"][0]), s["value"][1]]}
+        for s in query(base_url, selector)
+    ]
 
 
 def _selector(metric: str, job: str, instances: list[str]) -> str:
@@ -271,12 +281,7 @@ def _judge_once(
 ) -> tuple[list[TargetResult], list[MetricResult], list[str]]:
     failures: list[str] = []
     if targets_from == "up":
-        values = {_series_key(s["metric"]): s["value"][1] for s in query(base_url, f'up{{job="{job}"}}')}
-        up = [
-            {"metric": s["metric"], "value": [s["value"][1], values.get(_series_key(s["metric"]), "0")]}
-            for s in query(base_url, f'timestamp(up{{job="{job}"}})')
-        ]
-        targets = up_targets(up, job, time.time(), max_age_s)
+        targets = up_targets(newest_samples(base_url, f'up{{job="{job}"}}'), job, time.time(), max_age_s)
         if not targets:
             failures.append(f"no up series of job {job!r} at the receiver: no agent sends this job's samples")
     else:
@@ -294,13 +299,7 @@ def _judge_once(
     results = []
     for exp in expectations:
         selector = _selector(exp.metric, job, instances)
-        # An instant query reports the evaluation time; timestamp() gives each
-        # series' newest sample time, which is what freshness is about.
-        stamps = {_series_key(s["metric"]): s["value"][1] for s in query(base_url, f"timestamp({selector})")}
-        series = [
-            {"metric": s["metric"], "value": [stamps.get(_series_key(s["metric"]), s["value"][0]), s["value"][1]]}
-            for s in query(base_url, selector)
-        ]
+        series = newest_samples(base_url, selector)
         result = check_metric(exp, series, time.time(), max_age_s, instances)
         results.append(result)
         tolerated = not exp.required and result.status in ("missing", "unsupported")

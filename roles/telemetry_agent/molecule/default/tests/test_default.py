@@ -1,20 +1,18 @@
 """The agent on a GPU node remote-writes its exporter's samples to the receiver, and the link's
 faults lose none of them (or, for a restart during an outage, as few as upstream allows)."""
 
-import base64
 import itertools
 import json
 import os
-import ssl
 import subprocess
 import time
 import urllib.error
-import urllib.parse
 import urllib.request
 from pathlib import Path
 
 import pytest
 import testinfra
+from gpufleet.lib import prometheus_verify as pv
 
 from gpufleet.lab import silent_link_outage
 
@@ -36,27 +34,21 @@ def password():
     return (PKI / "agent-password").read_text().split()[0]
 
 
-def api(address, path, params=None, auth=True):
-    """GET the receiver's HTTP API over TLS, checked against the run's CA."""
-    context = ssl.create_default_context(cafile=str(PKI / "ca.crt"))
-    url = f"https://{address}:9090{path}" + ("?" + urllib.parse.urlencode(params) if params else "")
-    request = urllib.request.Request(url)
-    if auth:
-        token = base64.b64encode(f"gpufleet-agent:{password()}".encode()).decode()
-        request.add_header("Authorization", f"Basic {token}")
-    with urllib.request.urlopen(request, context=context, timeout=10) as response:
-        return json.load(response)["data"]
+def receiver_api(address, auth=True):
+    """The receiver's HTTP API through the collection's own client, TLS checked against the run's CA."""
+    user, secret = ("gpufleet-agent", password()) if auth else ("", "")
+    return pv.Server(f"https://{address}:9090", user, secret, str(PKI / "ca.crt"))
 
 
 def samples_between(address, start, end):
     """Timestamps of the series' samples the receiver holds in [start, end]."""
-    data = api(address, "/api/v1/query", {"query": f"{SERIES}[{int(end - start) + 1}s]", "time": f"{end:.3f}"})
-    return [float(t) for t, _ in data["result"][0]["values"]] if data["result"] else []
+    result = pv.query(receiver_api(address), f"{SERIES}[{int(end - start) + 1}s]", at=end)
+    return [float(t) for t, _ in result[0]["values"]] if result else []
 
 
 def newest_sample(address):
-    data = api(address, "/api/v1/query", {"query": f"timestamp({SERIES})"})
-    return float(data["result"][0]["value"][1]) if data["result"] else 0.0
+    result = pv.query(receiver_api(address), f"timestamp({SERIES})")
+    return float(result[0]["value"][1]) if result else 0.0
 
 
 def wait_caught_up(address, timeout=60):
@@ -92,9 +84,9 @@ def test_the_credential_is_readable_by_prometheus_only(host):
 def test_the_receiver_holds_the_series_with_the_tunnel_paths_labels(receiver):
     _, address = receiver
     wait_caught_up(address)
-    series = api(address, "/api/v1/series", {"match[]": SERIES})
+    series = pv.query(receiver_api(address), SERIES)
     assert series, "no DCGM series from rw-gpu at the receiver"
-    labels = series[0]
+    labels = series[0]["metric"]
     assert labels["job"] == "gpufleet-dcgm" and labels["instance"] == "rw-gpu"
     assert labels["gpufleet_transport"] == "remote_write"
     assert labels["Hostname"]  # the exporter's own label, kept
@@ -102,9 +94,8 @@ def test_the_receiver_holds_the_series_with_the_tunnel_paths_labels(receiver):
 
 def test_the_receiver_refuses_a_writer_without_the_credential(receiver):
     _, address = receiver
-    with pytest.raises(urllib.error.HTTPError) as refused:
-        api(address, "/api/v1/query", {"query": "up"}, auth=False)
-    assert refused.value.code == 401
+    with pytest.raises(pv.PrometheusError, match="answered HTTP 401"):
+        pv.query(receiver_api(address, auth=False), "up")
     with pytest.raises(urllib.error.URLError):  # no plain http beside TLS
         urllib.request.urlopen(f"http://{address}:9090/api/v1/query?query=up", timeout=5)
 
