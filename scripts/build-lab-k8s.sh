@@ -3,6 +3,10 @@
 # .cache/k8s/<k8s version>/bin (kept between runs: a second run does nothing).
 #
 #   kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd  (k8s.io/kubernetes)
+#   kubelet, kube-proxy (k8s.io/kubernetes), containerd, its runc shim and ctr (the lab's real nodes)
+#   pause: the lab's pod sandbox process (scripts/lab-pause)
+#   node_exporter at the versions the pinned kube-prometheus-stack charts deploy (their DaemonSet
+#   tolerates every taint, so it runs on the lab's real nodes)
 #   kwok (simulated nodes), helm, controller-gen, the Prometheus Operator CRDs
 #   generated from its Go API types with controller-gen, and KServe's InferenceService CRD.
 #
@@ -15,6 +19,8 @@ HELM_VERSION=v3.19.5
 CONTROLLER_TOOLS_VERSION=v0.23.0
 PROMETHEUS_OPERATOR_VERSION=v0.95.2
 KSERVE_VERSION=v0.15.2
+CONTAINERD_VERSION=v2.3.7
+NODE_EXPORTER_VERSIONS="v1.9.1 v1.10.2"  # kube-prometheus-stack 77.14.0 and 79.0.1
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 out=${GPUFLEET_K8S_DIR:-$repo/.cache/k8s/$K8S_VERSION}
@@ -44,7 +50,33 @@ if [ ! -f "$helm_stamp" ]; then
     "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
   touch "$helm_stamp"
 fi
-if [ -f "$stamp" ]; then
+# The lab nodes' container runtime, as containerd's own release builds it (static, no cgo).
+containerd_stamp=$out/.built-containerd-$CONTAINERD_VERSION
+if [ ! -f "$containerd_stamp" ]; then
+  echo "k8s tools: building containerd $CONTAINERD_VERSION ($(date +%T))"
+  GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0 GOBIN=$bin go install -trimpath \
+    -ldflags "-s -w -X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION" \
+    "github.com/containerd/containerd/v2/cmd/containerd@$CONTAINERD_VERSION" \
+    "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$CONTAINERD_VERSION" \
+    "github.com/containerd/containerd/v2/cmd/ctr@$CONTAINERD_VERSION"
+  touch "$containerd_stamp"
+fi
+for v in $NODE_EXPORTER_VERSIONS; do
+  if [ ! -x "$bin/node_exporter-$v" ]; then
+    echo "k8s tools: building node_exporter $v ($(date +%T))"
+    tmp=$(mktemp -d)
+    GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0 GOBIN=$tmp go install -trimpath \
+      -ldflags "-s -w -X github.com/prometheus/common/version.Version=${v#v}" "github.com/prometheus/node_exporter@$v"
+    mv "$tmp/node_exporter" "$bin/node_exporter-$v" && rmdir "$tmp"
+  fi
+done
+# The pod sandbox's process (registry.k8s.io/pause cannot be pulled here): rebuilt when its source changes.
+pause_src=$repo/scripts/lab-pause
+if [ ! -x "$bin/pause" ] || [ "$pause_src/main.go" -nt "$bin/pause" ]; then
+  (cd "$pause_src" && GOFLAGS= GOTOOLCHAIN=local CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$bin/pause" .)
+fi
+node_stamp=$out/.built-node
+if [ -f "$stamp" ] && [ -f "$node_stamp" ]; then
   echo "k8s tools: $out is up to date"
   exit 0
 fi
@@ -80,6 +112,17 @@ ldflags="-s -w $(version_flags)"
 
 step "resolving k8s.io/kubernetes v$K8S_VERSION modules"
 go get "k8s.io/kubernetes/cmd/kube-apiserver@v$K8S_VERSION" >/dev/null 2>&1 || go mod tidy
+if [ ! -f "$node_stamp" ]; then
+  for cmd in kubelet kube-proxy; do
+    step "building $cmd"
+    go build -trimpath -ldflags "$ldflags" -o "$bin/$cmd" "k8s.io/kubernetes/cmd/$cmd"
+  done
+  touch "$node_stamp"
+fi
+if [ -f "$stamp" ]; then
+  step "done: $(ls "$bin" | tr '\n' ' ')"
+  exit 0
+fi
 for cmd in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
   step "building $cmd"
   go build -trimpath -ldflags "$ldflags" -o "$bin/$cmd" "k8s.io/kubernetes/cmd/$cmd"

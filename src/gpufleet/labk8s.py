@@ -10,6 +10,7 @@ state lives under .lab/k8s/<cluster>/; `down` stops the processes and removes it
 
 from __future__ import annotations
 
+import base64
 import datetime
 import ipaddress
 import os
@@ -23,10 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpufleet import lab, labnodes
 from gpufleet.lab import REPO_ROOT, LabError, lab_dir
 
 K8S_VERSION = os.environ.get("K8S_VERSION", "1.36.3")
 SERVICE_CIDR = "10.96.0.0/16"
+API_ADDRESS = str(ipaddress.ip_network(lab.SUBNET)[1])  # the lab network's gateway on this machine
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 
 # Nodes of the lab clusters: named like the lab inventory's hosts. The GPU node carries what the
@@ -125,7 +128,7 @@ def _write_pki(pki: Path, cluster: str) -> None:
     save("ca.crt", ca.public_bytes(serialization.Encoding.PEM), 0o644)
     save("ca.key", key_pem(ca_key))
 
-    def issue(name: str, cn: str, org: str | None = None, server: bool = False) -> None:
+    def issue(name: str, cn: str, org: str | None = None, server: list[x509.GeneralName] | None = None) -> None:
         key = ec.generate_private_key(ec.SECP256R1())
         attrs = [x509.NameAttribute(NameOID.COMMON_NAME, cn)]
         if org:
@@ -140,12 +143,7 @@ def _write_pki(pki: Path, cluster: str) -> None:
             .not_valid_after(now + datetime.timedelta(days=365))
         )
         if server:
-            service_ip = ipaddress.IPv4Network(SERVICE_CIDR)[1]  # the kubernetes Service's address
-            names: list[x509.GeneralName] = [
-                x509.DNSName(n) for n in ("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc")
-            ]
-            names += [x509.IPAddress(ipaddress.IPv4Address("127.0.0.1")), x509.IPAddress(service_ip)]
-            builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
+            builder = builder.add_extension(x509.SubjectAlternativeName(server), critical=False)
             usage = x509.oid.ExtendedKeyUsageOID.SERVER_AUTH
         else:
             usage = x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH
@@ -153,7 +151,18 @@ def _write_pki(pki: Path, cluster: str) -> None:
         save(f"{name}.crt", cert.public_bytes(serialization.Encoding.PEM), 0o644)
         save(f"{name}.key", key_pem(key))
 
-    issue("apiserver", "kube-apiserver", server=True)
+    service_ip = ipaddress.IPv4Network(SERVICE_CIDR)[1]  # the kubernetes Service's address
+    api_names: list[x509.GeneralName] = [
+        x509.DNSName(n) for n in ("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc")
+    ]
+    api_names += [x509.IPAddress(ipaddress.IPv4Address(a)) for a in ("127.0.0.1", API_ADDRESS, str(service_ip))]
+    issue("apiserver", "kube-apiserver", server=api_names)
+    issue("apiserver-kubelet-client", "kube-apiserver-kubelet-client", org="system:masters")
+    for node in labnodes.nodes_of(cluster):
+        issue(f"kubelet-client-{node.name}", f"system:node:{node.name}", org="system:nodes")
+        node_names = [x509.DNSName(node.name), x509.IPAddress(ipaddress.IPv4Address(node.address))]
+        issue(f"kubelet-{node.name}", node.name, server=node_names)
+    issue("kube-proxy", "system:kube-proxy")
     issue("admin", "gpufleet-admin", org="system:masters")
     issue("controller-manager", "system:kube-controller-manager")
     issue("scheduler", "system:kube-scheduler")
@@ -174,7 +183,7 @@ kind: Config
 clusters:
 - name: {name}
   cluster:
-    server: https://127.0.0.1:{cluster.api_port}
+    server: https://{API_ADDRESS}:{cluster.api_port}
     certificate-authority: {pki}/ca.crt
 users:
 - name: {user}
@@ -209,9 +218,14 @@ def _commands(state: Path, cluster: Cluster) -> dict[str, list[str]]:
         "kube-apiserver": [
             str(b / "kube-apiserver"),
             f"--etcd-servers=http://127.0.0.1:{etcd_port}",
-            "--bind-address=127.0.0.1",
+            # The lab network's gateway: the lab's nodes reach it, nothing outside the machine does.
+            f"--bind-address={API_ADDRESS}",
             f"--secure-port={api_port}",
-            "--advertise-address=127.0.0.1",
+            f"--advertise-address={API_ADDRESS}",
+            f"--kubelet-client-certificate={pki}/apiserver-kubelet-client.crt",
+            f"--kubelet-client-key={pki}/apiserver-kubelet-client.key",
+            f"--kubelet-certificate-authority={pki}/ca.crt",
+            "--kubelet-preferred-address-types=InternalIP",
             f"--tls-cert-file={pki}/apiserver.crt",
             f"--tls-private-key-file={pki}/apiserver.key",
             f"--client-ca-file={pki}/ca.crt",
@@ -222,7 +236,6 @@ def _commands(state: Path, cluster: Cluster) -> dict[str, list[str]]:
             f"--service-account-signing-key-file={pki}/sa.key",
             "--service-account-issuer=https://kubernetes.default.svc",
             "--allow-privileged=true",
-            "--endpoint-reconciler-type=none",
         ],
         "kube-controller-manager": [
             str(b / "kube-controller-manager"),
@@ -291,7 +304,8 @@ def _wait_ready(state: Path, cluster: Cluster, deadline: float) -> None:
     last = ""
     while time.monotonic() < deadline:
         try:
-            with urllib.request.urlopen(f"https://127.0.0.1:{cluster.api_port}/readyz", context=ctx, timeout=2) as r:
+            url = f"https://{API_ADDRESS}:{cluster.api_port}/readyz"
+            with urllib.request.urlopen(url, context=ctx, timeout=2) as r:
                 if r.status == 200:
                     return
         except OSError as exc:
@@ -307,6 +321,12 @@ def up(timeout: float = 120) -> Path:
     if missing:
         raise LabError(f"missing {', '.join(missing)} in {bin_dir()}: run scripts/build-lab-k8s.sh")
     deadline = time.monotonic() + timeout
+    # The real nodes' containers first: the first container on the lab network brings up the
+    # bridge whose address the API servers listen on.
+    lab.ensure_network()
+    image = lab.ensure_image()
+    for node in labnodes.REAL_NODES:
+        labnodes.start_container(node, image)
     for cluster in CLUSTERS.values():
         _start_control_plane(cluster)
     for cluster in CLUSTERS.values():
@@ -317,6 +337,9 @@ def up(timeout: float = 120) -> Path:
             _start(name, commands[name], cluster.name)
     for cluster in CLUSTERS.values():
         _ensure_nodes_and_crds(cluster, deadline)
+    archives = labnodes.build_images(bin_dir())
+    for node in labnodes.REAL_NODES:
+        _join_real_node(CLUSTERS[node.cluster], node, archives, deadline)
     # A component that exited (a port taken, say) would otherwise show only as a timeout later.
     dead = [(c, n) for c in CLUSTERS for n in COMPONENTS if not _pid(n, c)]
     if dead:
@@ -340,7 +363,7 @@ def _start_control_plane(cluster: Cluster) -> None:
     if not _pid("etcd", cluster.name):
         for port in (cluster.api_port, cluster.etcd_port):
             with socket.socket() as probe:
-                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                if probe.connect_ex((API_ADDRESS if port == cluster.api_port else "127.0.0.1", port)) == 0:
                     raise LabError(
                         f"port {port} is taken by another control plane (another checkout's lab?):"
                         " stop it there with `gpufleet lab down`"
@@ -348,6 +371,58 @@ def _start_control_plane(cluster: Cluster) -> None:
     commands = _commands(state, cluster)
     _start("etcd", commands["etcd"], cluster.name)
     _start("kube-apiserver", commands["kube-apiserver"], cluster.name)
+
+
+def _join_real_node(cluster: Cluster, node: labnodes.RealNode, archives: dict[str, Path], deadline: float) -> None:
+    """Make the cluster's real node run: its certificates and configuration, containerd, kubelet
+    and kube-proxy, the lab's images; then wait until it is Ready. A Ready node is left alone."""
+    from kubernetes import client, config
+
+    core: Any = client.CoreV1Api(config.new_client_from_config(str(kubeconfig_path(cluster.name))))  # type: ignore[no-untyped-call]
+    active = labnodes.in_node(node, "systemctl is-active kubelet containerd", check=False).returncode == 0
+    try:
+        ready = active and any(
+            c.type == "Ready" and c.status == "True" for c in core.read_node(node.name).status.conditions or []
+        )
+    except client.exceptions.ApiException:
+        ready = False
+    if ready:
+        labnodes.import_images(node, archives)
+        return
+    pki = state_dir(cluster.name) / "pki"
+
+    def kubeconfig(user: str) -> str:
+        data = {k: base64.b64encode((pki / f).read_bytes()).decode() for k, f in
+                (("ca", "ca.crt"), ("crt", f"{user}.crt"), ("key", f"{user}.key"))}  # fmt: skip
+        return f"""apiVersion: v1
+kind: Config
+clusters:
+- name: lab
+  cluster: {{server: "https://{API_ADDRESS}:{cluster.api_port}", certificate-authority-data: {data["ca"]}}}
+users:
+- name: {user}
+  user: {{client-certificate-data: {data["crt"]}, client-key-data: {data["key"]}}}
+contexts:
+- name: lab
+  context: {{cluster: lab, user: {user}}}
+current-context: lab
+"""
+
+    files: dict[str, tuple[str | bytes, int]] = {
+        "/etc/kubernetes/pki/ca.crt": ((pki / "ca.crt").read_bytes(), 0o644),
+        "/etc/kubernetes/pki/kubelet.crt": ((pki / f"kubelet-{node.name}.crt").read_bytes(), 0o644),
+        "/etc/kubernetes/pki/kubelet.key": ((pki / f"kubelet-{node.name}.key").read_bytes(), 0o600),
+        "/etc/kubernetes/kubelet.kubeconfig": (kubeconfig(f"kubelet-client-{node.name}"), 0o600),
+        "/etc/kubernetes/kube-proxy.kubeconfig": (kubeconfig("kube-proxy"), 0o600),
+        "/etc/kubernetes/kubelet.yaml": (labnodes.kubelet_config(), 0o644),
+        "/etc/kubernetes/kube-proxy.yaml": (labnodes.kube_proxy_config(), 0o644),
+        "/etc/containerd/config.toml": (labnodes.containerd_config(), 0o644),
+        "/etc/cni/net.d/10-lab-pods.conflist": (labnodes.cni_config(node), 0o644),
+        **{f"/etc/systemd/system/{unit}": (text, 0o644) for unit, text in labnodes.units(node).items()},
+    }
+    labnodes.install(node, files, bin_dir())
+    labnodes.import_images(node, archives)
+    labnodes.wait_ready(core, node, deadline)
 
 
 def _create_once(create: Any, body: dict[str, Any]) -> None:
@@ -444,6 +519,9 @@ def down() -> list[str]:
             pid = _pid(name, cluster)
             if pid:
                 os.killpg(pid, signal.SIGKILL)
+    for node in labnodes.REAL_NODES:
+        lab.podman("rm", "-f", "-t", "2", node.container, check=False)
+        lab.podman("volume", "rm", "-f", f"{node.container}-containerd", check=False)
     k8s = Path(lab_dir(), "k8s")
     if k8s.exists():
         subprocess.run(["rm", "-rf", str(k8s)], check=True)

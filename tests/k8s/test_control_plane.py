@@ -8,6 +8,8 @@ from kubernetes import client
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import DynamicApiError
 
+from gpufleet import labk8s, labnodes
+
 
 def apply(api, body: dict, namespace: str):
     """Server-side apply with strict field validation, as kubectl does by default."""
@@ -119,7 +121,8 @@ def test_the_two_clusters_are_apart(api, gpu_api):
     def crds(cluster):
         return {c.spec.group for c in client.ApiextensionsV1Api(cluster).list_custom_resource_definition().items}
 
-    assert (nodes(api), nodes(gpu_api)) == (["m1"], ["gpu1"])
+    real = {c: [n.name for n in labnodes.nodes_of(c)] for c in labk8s.CLUSTERS}
+    assert (nodes(api), nodes(gpu_api)) == (["m1", *real["main"]], ["gpu1", *real["gpu"]])
     assert "monitoring.coreos.com" in crds(api) and "monitoring.coreos.com" not in crds(gpu_api)
     assert "serving.kserve.io" in crds(gpu_api)
 

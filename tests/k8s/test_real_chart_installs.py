@@ -1,16 +1,19 @@
 """The real kube-prometheus-stack chart installed and upgraded by the monitoring role in the lab's
 API server: the upgrade from 77.14.0 to 79.0.1 brings the newer chart's CRDs (helm alone keeps the
-old ones, v0.85.0, since it never upgrades CRDs)."""
+old ones, v0.85.0, since it never upgrades CRDs). The chart's node-exporter DaemonSet runs for real
+on the main cluster's real node, at the version each chart pins."""
 
 import json
+import re
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 import pytest
 from kubernetes import client
 
-from gpufleet import labk8s
+from gpufleet import labk8s, labnodes
 from gpufleet.lab import LAB_INVENTORY, REPO_ROOT, charts_dir
 
 PLAYBOOK = Path(__file__).parent / "playbooks" / "monitoring_chart.yml"
@@ -36,13 +39,26 @@ def crd_versions(api: client.ApiClient) -> dict[str, str]:
     }
 
 
+def node_exporter_version() -> str:
+    """The version node_exporter reports on the main cluster's real node (host network, port 9100)."""
+    (node,) = labnodes.nodes_of("main")
+    with urllib.request.urlopen(f"http://{node.address}:9100/metrics", timeout=5) as response:
+        for line in response.read().decode().splitlines():
+            found = re.match(r'node_exporter_build_info\{.*[{,]version="([^"]+)"', line)
+            if found:
+                return found.group(1)
+    return "none"
+
+
 def test_an_upgrade_of_the_chart_upgrades_its_crds(api, namespace):
     try:
         converge(namespace, "77.14.0")
         assert set(crd_versions(api).values()) == {"0.85.0"}
+        assert node_exporter_version() == "1.9.1"
         converge(namespace, "79.0.1")
         versions = crd_versions(api)
         assert len(versions) == 10 and set(versions.values()) == {"0.86.1"}, versions
+        assert node_exporter_version() == "1.10.2"
         release = subprocess.run(
             [str(HELM), "--kubeconfig", str(labk8s.kubeconfig_path("main")), "list", "-n", namespace,
              "-o", "json"],

@@ -1,0 +1,3 @@
+module gpufleet.invalid/lab-pause
+
+go 1.22

@@ -1,0 +1,301 @@
+"""Nodes that run pods for real in the lab's two clusters: one systemd container per cluster with
+containerd 2.x, kubelet and kube-proxy built from Go modules (scripts/build-lab-k8s.sh), runc and
+the CNI plugins from Debian. kwok's simulated nodes stay beside them for what cannot run here.
+
+A real node carries the taint `gpufleet.io/lab-kubelet=true:NoSchedule`: only pods that tolerate it
+run there, so the simulated workloads of the main job stay on kwok's nodes until their images exist.
+
+Pods get their images from the node's containerd. The lab's images (the pod sandbox, the
+calibration server) are built here by `images()` and imported into each node at join.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gpufleet import lab
+
+CONTAINERD_VERSION = "v2.3.7"
+TAINT = {"key": "gpufleet.io/lab-kubelet", "value": "true", "effect": "NoSchedule"}
+# What containerd, runc, the CNI plugins and kube-proxy need in a node: Debian's packages.
+NODE_PACKAGES = ("runc", "containernetworking-plugins", "iptables", "conntrack")
+NODE_BINARIES = ("containerd", "containerd-shim-runc-v2", "ctr", "kubelet", "kube-proxy")
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
+CALIBRATION_IMAGE = "localhost/gpufleet-lab/calibration-server:1"
+POD_CIDR = "10.244.0.0/16"
+
+
+@dataclass(frozen=True)
+class RealNode:
+    name: str  # the Node's name and the container's hostname
+    cluster: str
+    address: str
+    pod_subnet: str
+
+    @property
+    def container(self) -> str:
+        return f"{lab.CONTAINER_PREFIX}{self.name}"
+
+
+_net = ipaddress.ip_network(lab.SUBNET)
+# Two in the GPU cluster, so that a drained node's pods have somewhere to go.
+REAL_NODES = (
+    RealNode("worker-main", "main", str(_net[241]), "10.244.1.0/24"),
+    RealNode("worker-gpu1", "gpu", str(_net[242]), "10.244.2.0/24"),
+    RealNode("worker-gpu2", "gpu", str(_net[243]), "10.244.3.0/24"),
+)
+
+
+def nodes_of(cluster: str) -> list[RealNode]:
+    return [n for n in REAL_NODES if n.cluster == cluster]
+
+
+def containerd_config() -> str:
+    # The sandbox image is pinned, so the kubelet's image garbage collection never removes it.
+    return f"""version = 3
+[plugins."io.containerd.cri.v1.images"]
+  snapshotter = "overlayfs"
+  [plugins."io.containerd.cri.v1.images".pinned_images]
+    sandbox = "{PAUSE_IMAGE}"
+  [plugins."io.containerd.cri.v1.images".registry]
+    config_path = "/etc/containerd/certs.d"
+[plugins."io.containerd.cri.v1.runtime"]
+  # This machine withholds CAP_SYS_RESOURCE even from root: no process may lower its OOM score
+  # below containerd's own, as the kubelet asks for sandboxes (-998) and Guaranteed pods (-997).
+  restrict_oom_score_adj = true
+[plugins."io.containerd.cri.v1.runtime".cni]
+  bin_dirs = ["/usr/lib/cni"]
+  conf_dir = "/etc/cni/net.d"
+[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
+  runtime_type = "io.containerd.runc.v2"
+# The handler of the nvidia RuntimeClass: runc here, since the lab has no GPU (a stand-in for the
+# NVIDIA runtime that the container toolkit configures on a GPU node).
+[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.nvidia]
+  runtime_type = "io.containerd.runc.v2"
+"""
+
+
+def cni_config(node: RealNode) -> str:
+    return json.dumps(
+        {
+            "cniVersion": "1.0.0",
+            "name": "lab-pods",
+            "plugins": [
+                {
+                    "type": "bridge",
+                    "bridge": "cni0",
+                    "isGateway": True,
+                    "ipMasq": True,
+                    "hairpinMode": True,
+                    "ipam": {"type": "host-local", "ranges": [[{"subnet": node.pod_subnet}]]},
+                },
+                {"type": "portmap", "capabilities": {"portMappings": True}},
+            ],
+        },
+        indent=2,
+    )
+
+
+def kubelet_config() -> str:
+    return """apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: /etc/kubernetes/pki/ca.crt}
+authorization: {mode: Webhook}
+tlsCertFile: /etc/kubernetes/pki/kubelet.crt
+tlsPrivateKeyFile: /etc/kubernetes/pki/kubelet.key
+containerRuntimeEndpoint: unix:///run/containerd/containerd.sock
+cgroupDriver: cgroupfs
+# This machine runs cgroup v1, which kubelet 1.35 and later refuse unless told.
+failCgroupV1: false
+failSwapOn: false
+# The node shares the machine's disk with everything else: evict only when it is really full.
+evictionHard: {memory.available: 100Mi, nodefs.available: 2%, imagefs.available: 2%}
+imageGCHighThresholdPercent: 99
+imageGCLowThresholdPercent: 98
+# No cluster DNS in the lab: pods resolve with the node's resolver.
+resolvConf: /etc/resolv.conf
+"""
+
+
+def kube_proxy_config() -> str:
+    # maxPerCore 0: leave nf_conntrack_max (not namespaced) to the machine.
+    return f"""apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection: {{kubeconfig: /etc/kubernetes/kube-proxy.kubeconfig}}
+mode: iptables
+clusterCIDR: {POD_CIDR}
+conntrack: {{maxPerCore: 0}}
+"""
+
+
+def units(node: RealNode) -> dict[str, str]:
+    return {
+        "containerd.service": """[Unit]
+Description=containerd (lab node)
+After=network.target
+[Service]
+# Pods that mount the node's root with propagation (node-exporter's HostToContainer) need it shared.
+ExecStartPre=/bin/mount --make-rshared /
+ExecStart=/usr/local/bin/containerd
+Delegate=yes
+KillMode=process
+Restart=always
+RestartSec=2
+LimitNOFILE=infinity
+[Install]
+WantedBy=multi-user.target
+""",
+        "kubelet.service": f"""[Unit]
+Description=kubelet (lab node)
+After=containerd.service
+Requires=containerd.service
+[Service]
+ExecStart=/usr/local/bin/kubelet --config=/etc/kubernetes/kubelet.yaml \\
+  --kubeconfig=/etc/kubernetes/kubelet.kubeconfig --hostname-override={node.name} --node-ip={node.address} \\
+  --register-with-taints={TAINT["key"]}={TAINT["value"]}:{TAINT["effect"]} --node-labels={TAINT["key"]}=true
+Restart=always
+RestartSec=2
+[Install]
+WantedBy=multi-user.target
+""",
+        "kube-proxy.service": """[Unit]
+Description=kube-proxy (lab node)
+After=network.target
+[Service]
+ExecStart=/usr/local/bin/kube-proxy --config=/etc/kubernetes/kube-proxy.yaml
+Restart=always
+RestartSec=2
+[Install]
+WantedBy=multi-user.target
+""",
+    }
+
+
+def start_container(node: RealNode, image: str) -> None:
+    """A privileged systemd container with its own cgroup namespace (the kubelet manages cgroups
+    under it) and containerd's state on a volume (overlayfs cannot stack on the container's)."""
+    if node.container in lab.running_hosts():
+        lab.podman("start", node.container)
+        return
+    lab.podman(
+        "run", "-d", "--name", node.container, "--hostname", node.name,
+        "--network", lab.NETWORK, "--ip", node.address,
+        "--systemd=always", "--privileged", "--cgroupns=private",
+        "--label", "io.gpufleet.lab=1",
+        "-v", f"{node.container}-containerd:/var/lib/containerd",
+        image, "/sbin/init",
+    )  # fmt: skip
+
+
+def in_node(node: RealNode, command: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    proc: subprocess.CompletedProcess[str] = lab.podman("exec", node.container, "sh", "-c", command, check=False)
+    if check and proc.returncode != 0:
+        raise lab.LabError(f"{node.name}: {command.split()[0]} failed: {(proc.stderr or proc.stdout).strip()[-400:]}")
+    return proc
+
+
+def install(node: RealNode, files: dict[str, tuple[str | bytes, int]], binaries: Path) -> None:
+    """Lay the node's packages, binaries, configuration and units down, then start them."""
+    missing = in_node(node, "dpkg-query -W -f='${Status}\\n' " + " ".join(NODE_PACKAGES), check=False)
+    if missing.returncode != 0 or missing.stdout.count("install ok installed") < len(NODE_PACKAGES):
+        in_node(node, "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq " + " ".join(NODE_PACKAGES))
+    with tempfile.TemporaryDirectory(prefix="gpufleet-node-") as tmp:
+        root = Path(tmp)
+        for path, (content, mode) in files.items():
+            target = root / path.lstrip("/")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(content if isinstance(content, bytes) else content.encode())
+            target.chmod(mode)
+        for name in NODE_BINARIES:
+            target = root / "usr/local/bin" / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes((binaries / name).read_bytes())
+            target.chmod(0o755)
+        lab.podman("cp", f"{root}/.", f"{node.container}:/")
+    in_node(node, "systemctl daemon-reload && systemctl enable --now containerd kubelet kube-proxy")
+
+
+def import_images(node: RealNode, archives: dict[str, Path]) -> None:
+    """Put the images a node lacks into its containerd, as a pre-pull would (pods find them present)."""
+    held = set(in_node(node, "ctr -n k8s.io images ls -q").stdout.split())
+    for name, archive in archives.items():
+        if name not in held:
+            lab.podman("cp", str(archive), f"{node.container}:/tmp/{archive.name}")
+            in_node(node, f"ctr -n k8s.io images import /tmp/{archive.name} >/dev/null && rm /tmp/{archive.name}")
+
+
+def wait_ready(core: Any, node: RealNode, deadline: float) -> None:
+    while time.monotonic() < deadline:
+        try:
+            found = core.read_node(node.name)
+        except Exception:  # not registered yet
+            found = None
+        conditions = {c.type: c for c in (found.status.conditions or [])} if found else {}
+        if "Ready" in conditions and conditions["Ready"].status == "True":
+            return
+        time.sleep(0.5)
+    journal = in_node(node, "journalctl -u kubelet -n 5 --no-pager", check=False).stdout.strip()
+    raise lab.LabError(f"{node.name} is not Ready in the {node.cluster} cluster; kubelet's journal ends:\n{journal}")
+
+
+CALIBRATION_CONTAINERFILE = """\
+FROM {base}
+COPY calibration_server.py /opt/gpufleet/calibration_server.py
+ENTRYPOINT ["python3", "/opt/gpufleet/calibration_server.py"]
+"""
+
+
+def _stale(archive: Path, *sources: Path) -> bool:
+    return not archive.exists() or any(s.stat().st_mtime > archive.stat().st_mtime for s in sources)
+
+
+def _binary_image(name: str, binary: Path, path: str, archive: Path) -> None:
+    """An image of one static binary, its entrypoint, saved as an archive for containerd."""
+    with tempfile.TemporaryDirectory(prefix="gpufleet-image-") as tmp:
+        target = Path(tmp) / path.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(binary.read_bytes())
+        target.chmod(0o755)
+        tar = subprocess.Popen(["tar", "-C", tmp, "-c", "."], stdout=subprocess.PIPE)
+        subprocess.run(
+            ["podman", "import", "--change", f'ENTRYPOINT ["{path}"]', "-", name],
+            stdin=tar.stdout, env=lab.podman_env(), check=True, capture_output=True,
+        )  # fmt: skip
+        tar.wait()
+    lab.podman("save", "--format", "oci-archive", "-o", str(archive), name)
+
+
+def build_images(binaries: Path) -> dict[str, Path]:
+    """The lab's images, as archives under .lab/images (rebuilt when their sources change), named
+    as the charts and containerd ask for them: the pod sandbox (the lab's pause), node_exporter at
+    each pinned chart's version, and the calibration server."""
+    out = lab.lab_dir() / "images"
+    out.mkdir(parents=True, exist_ok=True)
+    archives: dict[str, Path] = {}
+    static = {PAUSE_IMAGE: (binaries / "pause", "/pause")}
+    for binary in sorted(binaries.glob("node_exporter-v*")):
+        static[f"quay.io/prometheus/node-exporter:{binary.name.split('-', 1)[1]}"] = (binary, "/bin/node_exporter")
+    for name, (binary, path) in static.items():
+        archives[name] = out / (name.rsplit("/", 1)[1].replace(":", "-") + ".tar")
+        if _stale(archives[name], binary):
+            _binary_image(name, binary, path, archives[name])
+    archives[CALIBRATION_IMAGE] = out / "calibration-server.tar"
+    server = Path(__file__).with_name("calibration_server.py")
+    if _stale(archives[CALIBRATION_IMAGE], server):
+        base = lab.ensure_image(log=False)
+        with tempfile.TemporaryDirectory(prefix="gpufleet-calibration-") as tmp:
+            (Path(tmp) / "calibration_server.py").write_bytes(server.read_bytes())
+            (Path(tmp) / "Containerfile").write_text(CALIBRATION_CONTAINERFILE.format(base=base))
+            lab.podman("build", "-q", "-t", CALIBRATION_IMAGE, "-f", f"{tmp}/Containerfile", tmp)
+        lab.podman("save", "--format", "oci-archive", "-o", str(archives[CALIBRATION_IMAGE]), CALIBRATION_IMAGE)
+    return archives
