@@ -1,5 +1,9 @@
 """Lab helpers that need no containers: mirror discovery, inventory reading."""
 
+import ipaddress
+import json
+import tomllib
+
 import pytest
 import yaml
 
@@ -61,3 +65,37 @@ def test_a_large_lab_raises_the_inotify_limit_and_a_small_one_leaves_it(tmp_path
     assert limit.read_text().strip() == "128"
     lab.ensure_inotify_instances(33)
     assert int(limit.read_text()) >= 33 * 16
+
+
+def test_real_nodes_have_their_own_addresses_and_pod_subnets():
+    from gpufleet import labnodes
+
+    hosts = {h.address for h in lab.load_hosts()} | {
+        str(ipaddress.ip_network(lab.SUBNET)[20 + i]) for i in range(1, 201)
+    }
+    addresses = [n.address for n in labnodes.REAL_NODES]
+    subnets = [ipaddress.ip_network(n.pod_subnet) for n in labnodes.REAL_NODES]
+    assert len(set(addresses)) == len(addresses) and not hosts & set(addresses)  # scale hosts included
+    assert all(s.subnet_of(ipaddress.ip_network(labnodes.POD_CIDR)) for s in subnets)
+    assert not any(a.overlaps(b) for i, a in enumerate(subnets) for b in subnets[i + 1 :])
+    assert {n.cluster for n in labnodes.REAL_NODES} == {"main", "gpu"}
+
+
+def test_real_node_configuration_parses_and_keeps_what_this_machine_needs():
+    from gpufleet import labnodes
+
+    containerd = tomllib.loads(labnodes.containerd_config())["plugins"]
+    # No process here may lower its OOM score (no CAP_SYS_RESOURCE): containerd must not ask.
+    assert containerd["io.containerd.cri.v1.runtime"]["restrict_oom_score_adj"] is True
+    assert containerd["io.containerd.cri.v1.images"]["pinned_images"]["sandbox"] == labnodes.PAUSE_IMAGE
+    assert set(containerd["io.containerd.cri.v1.runtime"]["containerd"]["runtimes"]) == {"runc", "nvidia"}
+    kubelet = yaml.safe_load(labnodes.kubelet_config())
+    assert kubelet["failCgroupV1"] is False and kubelet["cgroupDriver"] == "cgroupfs"
+    assert kubelet["authentication"]["anonymous"]["enabled"] is False
+    cni = json.loads(labnodes.cni_config(labnodes.REAL_NODES[0]))
+    assert cni["plugins"][0]["ipam"]["ranges"] == [[{"subnet": labnodes.REAL_NODES[0].pod_subnet}]]
+    proxy = yaml.safe_load(labnodes.kube_proxy_config())
+    assert proxy["conntrack"]["maxPerCore"] == 0 and proxy["clusterCIDR"] == labnodes.POD_CIDR
+    units = labnodes.units(labnodes.REAL_NODES[0])
+    assert "--make-rshared /" in units["containerd.service"]
+    assert f"--register-with-taints={labnodes.TAINT['key']}" in units["kubelet.service"]
