@@ -1,19 +1,23 @@
 """The lab's real nodes: kubelet, kube-proxy and containerd built from Go modules run pods in both
 clusters. A pod starts from a lab image, passes its readiness probe and answers through its
 Service's node port; the product's node_drain role evicts it (its PodDisruptionBudget respected)
-and its replacement starts on the GPU cluster's other node."""
+and its replacement starts on the GPU cluster's other node; a pod pulls its image through the
+registry mirror that the registry_mirror and container_registries roles set up, under a
+Harbor-style project prefix."""
 
 import json
 import subprocess
 import sys
+import tempfile
 import urllib.request
+import uuid
 from pathlib import Path
 
 import yaml
 from conftest import wait_for
 from kubernetes import client
 
-from gpufleet import labk8s, labnodes
+from gpufleet import lab, labk8s, labnodes
 from gpufleet.lab import REPO_ROOT
 
 ROLE = "gpufleet.platform.node_drain"
@@ -168,3 +172,101 @@ def test_a_drain_evicts_the_pod_and_its_replacement_starts_on_the_other_node(gpu
     assert before.metadata.name not in [p.metadata.name for p in pods]
     assert all(p.spec.node_name != first for p in pods), [p.spec.node_name for p in pods]
     assert not core.read_node(first).spec.unschedulable  # the role's uncordon ran
+
+
+MIRROR_PLAYBOOK = """
+- name: The fleet's registry mirror (the product's role) on the main cluster's real node
+  hosts: mirror
+  gather_facts: true
+  roles:
+    - role: gpufleet.platform.registry_mirror
+- name: The GPU node pulls through it (the product's role writes containerd's hosts.toml)
+  hosts: node
+  gather_facts: true
+  roles:
+    - role: gpufleet.platform.container_registries
+      vars:
+        container_registries_engines: [containerd]
+        gpufleet_registry_mirrors:
+          # Images referenced by a registry that cannot be reached (its name does not resolve here),
+          # served by the mirror under a Harbor-style project prefix.
+          - registry: registry.gpufleet.test
+            endpoints: ["http://{mirror}:5000"]
+            project: lab
+"""
+
+
+def probe_image(tag: str) -> str:
+    """A small image of its own (the pause binary and a file unique to this run), so that the
+    node has none of its layers and must pull them."""
+    name = f"localhost/gpufleet-lab/mirror-probe:{tag}"
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "pause").write_bytes((labk8s.bin_dir() / "pause").read_bytes())
+        (Path(tmp) / "pause").chmod(0o755)
+        (Path(tmp) / "probe").write_text(tag)
+        tar = subprocess.Popen(["tar", "-C", tmp, "-c", "."], stdout=subprocess.PIPE)
+        subprocess.run(["podman", "import", "--change", 'ENTRYPOINT ["/pause"]', "-", name],
+                       stdin=tar.stdout, env=lab.podman_env(), check=True, capture_output=True)  # fmt: skip
+        tar.wait()
+    return name
+
+
+def test_a_pod_pulls_its_image_through_the_mirror_the_roles_set_up(gpu_api, namespace, tmp_path):
+    (main_node,) = labnodes.nodes_of("main")
+    gpu_node = labnodes.nodes_of("gpu")[-1]
+    inventory = {
+        "all": {
+            "vars": {
+                "ansible_connection": "containers.podman.podman",
+                "ansible_python_interpreter": "/usr/bin/python3",
+            },
+            "hosts": {
+                "mirror": {"ansible_host": main_node.container, "registry_mirror_address": main_node.address},
+                "node": {"ansible_host": gpu_node.container},
+            },
+        }
+    }
+    (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
+    (tmp_path / "mirror.yml").write_text(MIRROR_PLAYBOOK.replace("{mirror}", main_node.address))
+    env = {**lab.podman_env(), "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"), "ANSIBLE_FORCE_COLOR": "0",
+           "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin:/usr/sbin:/sbin"}  # fmt: skip
+    cmd = ["ansible-playbook", "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "mirror.yml")]
+    converge = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO_ROOT, check=False, timeout=600)
+    assert converge.returncode == 0, (converge.stdout + converge.stderr)[-3000:]
+
+    # The image goes into the mirror under the project, as a Harbor proxy cache would hold it.
+    tag = uuid.uuid4().hex[:12]
+    local = probe_image(tag)
+    lab.podman(
+        "push", "--tls-verify=false", local, f"docker://{main_node.address}:5000/lab/gpufleet/mirror-probe:{tag}"
+    )
+    image = f"registry.gpufleet.test/gpufleet/mirror-probe:{tag}"
+    core = client.CoreV1Api(gpu_api)
+    core.create_namespaced_pod(
+        namespace,
+        {
+            "metadata": {"name": "mirror-probe"},
+            "spec": {
+                "nodeSelector": {"kubernetes.io/hostname": gpu_node.name},
+                "tolerations": [TOLERATION],
+                "terminationGracePeriodSeconds": 1,
+                "containers": [{"name": "probe", "image": image, "imagePullPolicy": "Always"}],
+            },
+        },
+    )
+
+    def running() -> bool:
+        pod = core.read_namespaced_pod("mirror-probe", namespace)
+        waiting = [s.state.waiting for s in pod.status.container_statuses or [] if s.state.waiting]
+        assert not any(w.reason in ("ErrImagePull", "ImagePullBackOff") for w in waiting), waiting
+        return pod.status.phase == "Running"
+
+    wait_for(running, f"the pod pulling {image} through the mirror", 90)
+    log = labnodes.in_node(main_node, "journalctl -u docker-registry --no-pager -o cat").stdout
+    # containerd 2.x resolved the tag at the mirror, under the project prefix, then fetched the layers.
+    mine = [line for line in log.splitlines() if line.startswith(f"{gpu_node.address} - - ")]
+    assert any(f'"HEAD /v2/lab/gpufleet/mirror-probe/manifests/{tag}?ns=registry.gpufleet.test' in x for x in mine), (
+        mine
+    )
+    assert any('"GET /v2/lab/gpufleet/mirror-probe/blobs/sha256:' in x and '" 200 ' in x for x in mine), mine
+    lab.podman("rmi", local, check=False)
