@@ -222,7 +222,10 @@ def install(node: RealNode, files: dict[str, tuple[str | bytes, int]], binaries:
             target.write_bytes((binaries / name).read_bytes())
             target.chmod(0o755)
         lab.podman("cp", f"{root}/.", f"{node.container}:/")
-    in_node(node, "systemctl daemon-reload && systemctl enable --now containerd kubelet kube-proxy")
+    # A restart, not a start: a node container left by another lab (another checkout, an earlier
+    # control plane) runs with that lab's certificates.
+    services = "containerd kubelet kube-proxy"
+    in_node(node, f"systemctl daemon-reload && systemctl enable {services} && systemctl restart {services}")
 
 
 def import_images(node: RealNode, archives: dict[str, Path]) -> None:
