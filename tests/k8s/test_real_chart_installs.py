@@ -18,12 +18,14 @@ from gpufleet.lab import LAB_INVENTORY, REPO_ROOT, charts_dir
 
 PLAYBOOK = Path(__file__).parent / "playbooks" / "monitoring_chart.yml"
 HELM = labk8s.bin_dir() / "helm"
+NODE_EXPORTER_PORT = 9109
 pytestmark = pytest.mark.skipif(not charts_dir().is_dir(), reason=f"the released charts are not in {charts_dir()}")
 
 
 def converge(namespace: str, version: str) -> dict:
     cmd = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(LAB_INVENTORY.parent), str(PLAYBOOK),
-           "-e", json.dumps({"test_namespace": namespace, "test_chart_version": version})]  # fmt: skip
+           "-e", json.dumps({"test_namespace": namespace, "test_chart_version": version,
+                             "test_node_exporter_port": NODE_EXPORTER_PORT})]  # fmt: skip
     env = {"ANSIBLE_STDOUT_CALLBACK": "json", "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"), "PATH": "/usr/bin:/bin"}
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO_ROOT, check=False)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
@@ -40,9 +42,9 @@ def crd_versions(api: client.ApiClient) -> dict[str, str]:
 
 
 def node_exporter_version() -> str:
-    """The version node_exporter reports on the main cluster's real node (host network, port 9100)."""
+    """The version node_exporter reports on the main cluster's real node (host network)."""
     (node,) = labnodes.nodes_of("main")
-    with urllib.request.urlopen(f"http://{node.address}:9100/metrics", timeout=5) as response:
+    with urllib.request.urlopen(f"http://{node.address}:{NODE_EXPORTER_PORT}/metrics", timeout=5) as response:
         for line in response.read().decode().splitlines():
             found = re.match(r'node_exporter_build_info\{.*[{,]version="([^"]+)"', line)
             if found:
