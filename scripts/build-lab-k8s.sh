@@ -7,6 +7,8 @@
 #   pause: the lab's pod sandbox process (scripts/lab-pause)
 #   node_exporter at the versions the pinned kube-prometheus-stack charts deploy (their DaemonSet
 #   tolerates every taint, so it runs on the lab's real nodes)
+#   Prometheus, the Prometheus Operator and its config-reloader, at the versions kube-prometheus-stack
+#   79.0.1 deploys
 #   kwok (simulated nodes), helm, controller-gen, the Prometheus Operator CRDs
 #   generated from its Go API types with controller-gen, and KServe's InferenceService CRD.
 #
@@ -21,6 +23,20 @@ PROMETHEUS_OPERATOR_VERSION=v0.95.2
 KSERVE_VERSION=v0.15.2
 CONTAINERD_VERSION=v2.3.7
 NODE_EXPORTER_VERSIONS="v1.9.1 v1.10.2"  # kube-prometheus-stack 77.14.0 and 79.0.1
+# Prometheus at the version kube-prometheus-stack 79.0.1 deploys (v3.7.2 is its module's v0.307.2),
+# with the Kubernetes service discovery only (file and HTTP are always in): the cloud providers'
+# would triple the build, and the lab has no cloud. The web UI's assets need npm, which cannot be
+# reached: the UI pages are missing, the HTTP API that everything here uses is whole.
+PROMETHEUS_VERSION=v3.7.2
+PROMETHEUS_MODULE_VERSION=v0.307.2
+# The Prometheus Operator that kube-prometheus-stack 79.0.1 deploys. The checksum database does not
+# list this version, so the go.sum hashes of its module and its two nested modules are pinned here.
+OPERATOR_VERSION=v0.86.1
+OPERATOR_MODULE_SUMS="
+github.com/prometheus-operator/prometheus-operator h1:pHUuiRErcFb3nFDox7RxoxpEN0FyT24GtYOkr2GBu04=
+github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring h1:j/GvU9UxlK5nuUKOWYOY0LRqcfHZl1ffTOa46+00Cys=
+github.com/prometheus-operator/prometheus-operator/pkg/client h1:IqbpBVUahr2978vI6GkoCeaaugklgtq0M0FRJ5Ytdkk=
+"
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 out=${GPUFLEET_K8S_DIR:-$repo/.cache/k8s/$K8S_VERSION}
@@ -70,6 +86,48 @@ for v in $NODE_EXPORTER_VERSIONS; do
     mv "$tmp/node_exporter" "$bin/node_exporter-$v" && rmdir "$tmp"
   fi
 done
+# The Prometheus Operator's module replaces two of its own packages with nested modules, which its
+# zip leaves out (so `go install` refuses it): built in a copy of its source with those two beside it.
+if [ ! -x "$bin/prometheus-operator-$OPERATOR_VERSION" ] || [ ! -x "$bin/prometheus-config-reloader-$OPERATOR_VERSION" ]; then
+  echo "k8s tools: building the Prometheus Operator $OPERATOR_VERSION ($(date +%T))"
+  pinned_source() {  # the module's source directory, once its hash matches the pin
+    local fetched sum
+    fetched=$(GONOSUMDB=$1 GOFLAGS=-mod=mod go mod download -json "$1@$OPERATOR_VERSION")
+    sum=$(echo "$fetched" | sed -n 's/.*"Sum": "\(.*\)",/\1/p')
+    if ! echo "$OPERATOR_MODULE_SUMS" | grep -qxF "$1 $sum"; then
+      echo "k8s tools: $1@$OPERATOR_VERSION has hash $sum, not the one pinned in $0" >&2
+      return 1
+    fi
+    echo "$fetched" | sed -n 's/.*"Dir": "\(.*\)",/\1/p'
+  }
+  module=github.com/prometheus-operator/prometheus-operator
+  src=$(mktemp -d)
+  for part in "" /pkg/apis/monitoring /pkg/client; do
+    dir=$(pinned_source "$module$part")  # an assignment, so that a wrong hash stops the script
+    mkdir -p "$src$part" && cp -r "$dir/." "$src$part"
+  done
+  chmod -R u+w "$src"
+  for cmd in operator prometheus-config-reloader; do
+    (cd "$src" && GONOSUMDB=$module GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0 go build -trimpath \
+      -ldflags "-s -w -X github.com/prometheus/common/version.Version=${OPERATOR_VERSION#v}" \
+      -o "$bin/${cmd/#operator/prometheus-operator}-$OPERATOR_VERSION" "./cmd/$cmd")
+  done
+  rm -rf "$src"
+fi
+# Its module has exclude directives (so `go install` refuses it): built in a copy of its source,
+# whose generated plugin list is cut to the Kubernetes discovery.
+if [ ! -x "$bin/prometheus-$PROMETHEUS_VERSION" ]; then
+  echo "k8s tools: building Prometheus $PROMETHEUS_VERSION ($(date +%T))"
+  dir=$(GOFLAGS=-mod=mod go mod download -json "github.com/prometheus/prometheus@$PROMETHEUS_MODULE_VERSION" \
+    | sed -n 's/.*"Dir": "\(.*\)",/\1/p')
+  src=$(mktemp -d)
+  cp -r "$dir/." "$src" && chmod -R u+w "$src"
+  printf 'package plugins\n\nimport _ "github.com/prometheus/prometheus/discovery/kubernetes"\n' > "$src/plugins/plugins.go"
+  (cd "$src" && GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0 go build -trimpath \
+    -ldflags "-s -w -X github.com/prometheus/common/version.Version=${PROMETHEUS_VERSION#v}" \
+    -o "$bin/prometheus-$PROMETHEUS_VERSION" ./cmd/prometheus)
+  rm -rf "$src"
+fi
 # The pod sandbox's process (registry.k8s.io/pause cannot be pulled here): rebuilt when its source changes.
 pause_src=$repo/scripts/lab-pause
 if [ ! -x "$bin/pause" ] || [ "$pause_src/main.go" -nt "$bin/pause" ]; then

@@ -28,3 +28,17 @@ def unknown_keys(values: dict[str, Any], known: list[str]) -> list[str]:
     exact = {k for k in known if not k.endswith(".*")}
     maps = tuple(k[:-1] for k in known if k.endswith(".*"))
     return sorted(p for p in value_paths(values) if p not in exact and not p.startswith(maps))
+
+
+def chart_image(reference: str) -> dict[str, str]:
+    """An image reference as charts take it: {registry, repository, tag, sha}. As container
+    runtimes read a reference, a first component without a dot, a colon or `localhost` is a
+    repository on docker.io."""
+    rest, _, digest = reference.partition("@sha256:")
+    head, _, tail = rest.partition("/")
+    if tail and ("." in head or ":" in head or head == "localhost"):
+        registry, path = head, tail
+    else:
+        registry, path = "docker.io", rest
+    repository, _, tag = path.rpartition(":") if ":" in path else (path, "", "")
+    return {"registry": registry, "repository": repository, "tag": tag, "sha": digest}

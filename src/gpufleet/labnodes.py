@@ -30,6 +30,17 @@ NODE_BINARIES = ("containerd", "containerd-shim-runc-v2", "ctr", "kubelet", "kub
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 CALIBRATION_IMAGE = "localhost/gpufleet-lab/calibration-server:1"
 POD_CIDR = "10.244.0.0/16"
+# Images built here from upstream's Go modules (scripts/build-lab-k8s.sh), at the versions the pinned
+# kube-prometheus-stack deploys: the binary's name, the chart's repository and the entrypoint.
+UPSTREAM_IMAGES = {
+    "node_exporter": ("quay.io/prometheus/node-exporter", "/bin/node_exporter"),
+    "prometheus": ("quay.io/prometheus/prometheus", "/bin/prometheus"),
+    "prometheus-operator": ("quay.io/prometheus-operator/prometheus-operator", "/bin/operator"),
+    "prometheus-config-reloader": (
+        "quay.io/prometheus-operator/prometheus-config-reloader",
+        "/bin/prometheus-config-reloader",
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -94,7 +105,13 @@ def cni_config(node: RealNode) -> str:
                     "isGateway": True,
                     "ipMasq": True,
                     "hairpinMode": True,
-                    "ipam": {"type": "host-local", "ranges": [[{"subnet": node.pod_subnet}]]},
+                    # A default route through the bridge: pods reach Services (the API server's
+                    # among them) and the lab network, not only their own subnet.
+                    "ipam": {
+                        "type": "host-local",
+                        "ranges": [[{"subnet": node.pod_subnet}]],
+                        "routes": [{"dst": "0.0.0.0/0"}],
+                    },
                 },
                 {"type": "portmap", "capabilities": {"portMappings": True}},
             ],
@@ -280,14 +297,19 @@ def _binary_image(name: str, binary: Path, path: str, archive: Path) -> None:
 
 def build_images(binaries: Path) -> dict[str, Path]:
     """The lab's images, as archives under .lab/images (rebuilt when their sources change), named
-    as the charts and containerd ask for them: the pod sandbox (the lab's pause), node_exporter at
-    each pinned chart's version, and the calibration server."""
+    as the charts and containerd ask for them: the pod sandbox (the lab's pause), node_exporter,
+    Prometheus, the Prometheus Operator and its config-reloader at the pinned charts' versions, and
+    the calibration server."""
     out = lab.lab_dir() / "images"
     out.mkdir(parents=True, exist_ok=True)
     archives: dict[str, Path] = {}
     static = {PAUSE_IMAGE: (binaries / "pause", "/pause")}
-    for binary in sorted(binaries.glob("node_exporter-v*")):
-        static[f"quay.io/prometheus/node-exporter:{binary.name.split('-', 1)[1]}"] = (binary, "/bin/node_exporter")
+    # Each built binary named <command>-v<version> becomes the image the chart names, as upstream builds it.
+    for binary in sorted(binaries.glob("*-v*")):
+        command, version = binary.name.rsplit("-", 1)
+        if command in UPSTREAM_IMAGES:
+            repository, path = UPSTREAM_IMAGES[command]
+            static[f"{repository}:{version}"] = (binary, path)
     for name, (binary, path) in static.items():
         archives[name] = out / (name.rsplit("/", 1)[1].replace(":", "-") + ".tar")
         if _stale(archives[name], binary):

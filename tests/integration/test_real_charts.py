@@ -210,6 +210,37 @@ def test_the_remote_write_mode_turns_the_receiver_on(tmp_path, version):
     assert only(docs, "Prometheus")["spec"]["enableRemoteWriteReceiver"] is True
 
 
+@pytest.mark.parametrize("version", sorted(table("monitoring")))
+def test_a_stack_placed_on_tainted_nodes_with_its_own_prometheus_and_no_certgen_or_state_metrics(tmp_path, version):
+    """What the lab asks for (its images are built here, kube-webhook-certgen and kube-state-metrics
+    cannot be), and what an airgapped fleet with dedicated monitoring nodes asks for."""
+    toleration = {"key": "dedicated", "operator": "Equal", "value": "monitoring", "effect": "NoSchedule"}
+    values = render_values(
+        tmp_path,
+        monitoring_chart_version=version,
+        monitoring_prometheus_image="registry.internal:5000/prometheus/prometheus:v2.42.0",
+        monitoring_kube_state_metrics_enabled=False,
+        monitoring_admission_webhooks_enabled=False,
+        monitoring_node_selector={"node-role.example/monitoring": "true"},
+        monitoring_tolerations=[toleration],
+    )
+    docs = helm_template(f"kube-prometheus-stack-{version}.tgz", values["monitoring"], "monitoring")
+    prometheus = only(docs, "Prometheus")["spec"]
+    assert prometheus["image"] == "registry.internal:5000/prometheus/prometheus:v2.42.0"
+    assert prometheus["version"] == "v2.42.0"  # the operator writes flags and configuration for it
+    operator = next(d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"].endswith("-operator"))
+    for spec in (prometheus, operator["spec"]["template"]["spec"], only(docs, "Alertmanager")["spec"]):
+        assert spec["nodeSelector"] == {"node-role.example/monitoring": "true"}
+        assert spec["tolerations"] == [toleration]
+    assert not [
+        d for d in docs if d["kind"] in ("Job", "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
+    ]
+    assert not [d for d in docs if d["kind"] != "PrometheusRule" and "kube-state-metrics" in d["metadata"]["name"]]
+    assert not operator["spec"]["template"]["spec"].get("volumes")  # no TLS Secret to mount
+    daemonset = only(docs, "DaemonSet")["spec"]["template"]["spec"]  # node-exporter: every node still
+    assert "nodeSelector" not in daemonset or daemonset["nodeSelector"] == {"kubernetes.io/os": "linux"}
+
+
 def images(docs: list[dict[str, Any]]) -> set[str]:
     found: set[str] = set()
 

@@ -94,6 +94,7 @@ def test_real_node_configuration_parses_and_keeps_what_this_machine_needs():
     assert kubelet["authentication"]["anonymous"]["enabled"] is False
     cni = json.loads(labnodes.cni_config(labnodes.REAL_NODES[0]))
     assert cni["plugins"][0]["ipam"]["ranges"] == [[{"subnet": labnodes.REAL_NODES[0].pod_subnet}]]
+    assert cni["plugins"][0]["ipam"]["routes"] == [{"dst": "0.0.0.0/0"}]  # pods reach Services and the API server
     proxy = yaml.safe_load(labnodes.kube_proxy_config())
     assert proxy["conntrack"]["maxPerCore"] == 0 and proxy["clusterCIDR"] == labnodes.POD_CIDR
     units = labnodes.units(labnodes.REAL_NODES[0])
