@@ -11,6 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
+try:  # inside Ansible (module_utils) and as the gpufleet.lib package
+    from ansible_collections.gpufleet.platform.plugins.module_utils import registry_mirrors
+except ImportError:  # pragma: no cover - CLI without the collection on the path
+    from gpufleet.lib import registry_mirrors  # type: ignore[no-redef]
+
 
 def value_paths(values: Any, prefix: str = "") -> list[str]:
     """Dotted paths of the leaves of a values tree (lists and empty maps are leaves)."""
@@ -31,14 +36,9 @@ def unknown_keys(values: dict[str, Any], known: list[str]) -> list[str]:
 
 
 def chart_image(reference: str) -> dict[str, str]:
-    """An image reference as charts take it: {registry, repository, tag, sha}. As container
-    runtimes read a reference, a first component without a dot, a colon or `localhost` is a
-    repository on docker.io."""
+    """An image reference as charts take it: {registry, repository, tag, sha}, the registry read as
+    container runtimes read it (registry_mirrors.split_reference)."""
     rest, _, digest = reference.partition("@sha256:")
-    head, _, tail = rest.partition("/")
-    if tail and ("." in head or ":" in head or head == "localhost"):
-        registry, path = head, tail
-    else:
-        registry, path = "docker.io", rest
+    registry, path = registry_mirrors.split_reference(rest)
     repository, _, tag = path.rpartition(":") if ":" in path else (path, "", "")
     return {"registry": registry, "repository": repository, "tag": tag, "sha": digest}

@@ -25,6 +25,7 @@ def test_unknown_keys_are_listed_and_free_form_maps_are_allowed():
             ("registry.internal:5000", "mirror/prometheus", "v3.7.2", ""),
         ),
         ("prom/prometheus:v3.7.2", ("docker.io", "prom/prometheus", "v3.7.2", "")),  # as runtimes read it
+        ("busybox:1.36", ("docker.io", "library/busybox", "1.36", "")),
         (
             "quay.io/prometheus/prometheus:v3.7.2@sha256:" + "a" * 64,
             ("quay.io", "prometheus/prometheus", "v3.7.2", "a" * 64),
