@@ -161,6 +161,9 @@ def units(node: RealNode) -> dict[str, str]:
 Description=containerd (lab node)
 After=network.target
 [Service]
+# notify: systemctl returns once containerd serves its socket, not when the process starts
+# (images imported right after a restart otherwise race its startup).
+Type=notify
 # Pods that mount the node's root with propagation (node-exporter's HostToContainer) need it shared.
 ExecStartPre=/bin/mount --make-rshared /
 ExecStart=/usr/local/bin/containerd

@@ -99,4 +99,5 @@ def test_real_node_configuration_parses_and_keeps_what_this_machine_needs():
     assert proxy["conntrack"]["maxPerCore"] == 0 and proxy["clusterCIDR"] == labnodes.POD_CIDR
     units = labnodes.units(labnodes.REAL_NODES[0])
     assert "--make-rshared /" in units["containerd.service"]
+    assert "Type=notify" in units["containerd.service"]  # a restart returns once its socket serves
     assert f"--register-with-taints={labnodes.TAINT['key']}" in units["kubelet.service"]
