@@ -17,10 +17,11 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import yaml
 
@@ -311,12 +312,25 @@ def start_host(host: LabHost, image: str, pubkey: Path) -> None:
     )  # fmt: skip
 
 
-def container_key(host: LabHost) -> str:
+class Container(Protocol):
+    """A lab host or a real node: its name, its container's and its address."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def address(self) -> str: ...
+
+    @property
+    def container(self) -> str: ...
+
+
+def container_key(host: Container) -> str:
     fmt = f'{{{{index .Config.Labels "{KEY_LABEL}"}}}}'
     return podman("container", "inspect", "--format", fmt, host.container, check=False).stdout.strip()
 
 
-def wait_for_sshd(host: LabHost, deadline: float) -> str:
+def wait_for_sshd(host: Container, deadline: float) -> str:
     """Wait until sshd runs in the host; return its ed25519 host key line."""
     while time.monotonic() < deadline:
         probe = podman("exec", host.container, "cat", "/etc/ssh/ssh_host_ed25519_key.pub", check=False)
@@ -362,8 +376,7 @@ def up(inventory: Path = LAB_INVENTORY, timeout: float | None = None) -> list[La
             podman("start", host.container)
     # The hosts boot together on few cores: allow time for each of them.
     deadline = time.monotonic() + (timeout or max(120.0, 10.0 * len(hosts)))
-    known = [f"{h.address} {' '.join(wait_for_sshd(h, deadline).split()[:2])}" for h in hosts]
-    write_private(lab_dir() / "ssh" / "known_hosts", "\n".join(known) + "\n")
+    pin_host_keys(hosts, deadline)
     return hosts
 
 
@@ -375,6 +388,16 @@ def down() -> list[str]:
     if podman("network", "exists", NETWORK, check=False).returncode == 0:
         podman("network", "rm", "-f", NETWORK)
     return names
+
+
+def pin_host_keys(containers: Sequence[Container], deadline: float) -> None:
+    """Add (or replace) these containers' host keys in the lab's known_hosts, once their sshd runs."""
+    known = lab_dir() / "ssh" / "known_hosts"
+    addresses = {c.address for c in containers}
+    kept = [line for line in (known.read_text().splitlines() if known.exists() else [])
+            if line.split(" ", 1)[0] not in addresses]  # fmt: skip
+    keys = [f"{c.address} {' '.join(wait_for_sshd(c, deadline).split()[:2])}" for c in containers]
+    write_private(known, "\n".join(kept + keys) + "\n")
 
 
 def write_private(path: Path, text: str) -> None:

@@ -325,8 +325,9 @@ def up(timeout: float = 120) -> Path:
     # bridge whose address the API servers listen on.
     lab.ensure_network()
     image = lab.ensure_image()
+    pubkey = lab.ensure_ssh_key().with_suffix(".pub")
     for node in labnodes.REAL_NODES:
-        labnodes.start_container(node, image)
+        labnodes.start_container(node, image, pubkey)
     for cluster in CLUSTERS.values():
         _start_control_plane(cluster)
     for cluster in CLUSTERS.values():
@@ -340,6 +341,7 @@ def up(timeout: float = 120) -> Path:
     archives = labnodes.build_images(bin_dir())
     for node in labnodes.REAL_NODES:
         _join_real_node(CLUSTERS[node.cluster], node, archives, deadline)
+    lab.pin_host_keys(labnodes.REAL_NODES, deadline)
     # A component that exited (a port taken, say) would otherwise show only as a timeout later.
     dead = [(c, n) for c in CLUSTERS for n in COMPONENTS if not _pid(n, c)]
     if dead:

@@ -29,6 +29,10 @@ NODE_PACKAGES = ("runc", "containernetworking-plugins", "iptables", "conntrack")
 NODE_BINARIES = ("containerd", "containerd-shim-runc-v2", "ctr", "kubelet", "kube-proxy")
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 CALIBRATION_IMAGE = "localhost/gpufleet-lab/calibration-server:1"
+# The lab's dcgm-exporter image: the FIXTURE exporter (no GPU here), run by the dcgm_exporter role's
+# DaemonSet with dcgm-exporter's own flags and environment.
+DCGM_FIXTURE_IMAGE = "localhost/gpufleet-lab/dcgm-exporter-fixture:1"
+DCGM_FIXTURE_EXPORTER = lab.REPO_ROOT / "roles/lab_dcgm_fixture_exporter/files/dcgm_fixture_exporter.py"
 POD_CIDR = "10.244.0.0/16"
 # Images built here from upstream's Go modules (scripts/build-lab-k8s.sh), at the versions the pinned
 # kube-prometheus-stack deploys: the binary's name, the chart's repository and the entrypoint.
@@ -201,17 +205,24 @@ WantedBy=multi-user.target
     }
 
 
-def start_container(node: RealNode, image: str) -> None:
+def start_container(node: RealNode, image: str, pubkey: Path) -> None:
     """A privileged systemd container with its own cgroup namespace (the kubelet manages cgroups
-    under it) and containerd's state on a volume (overlayfs cannot stack on the container's)."""
-    if node.container in lab.running_hosts():
+    under it) and containerd's state on a volume (overlayfs cannot stack on the container's).
+    Ansible logs in over SSH with the lab's key, as on the lab's hosts (a node is a host too: the
+    telemetry tunnel's ends, the driver)."""
+    state = lab.running_hosts().get(node.container)
+    if state is not None and lab.container_key(node) != lab.key_id(pubkey):
+        lab.podman("rm", "-f", "-t", "2", node.container)  # another checkout's key: no login
+        state = None
+    if state is not None:
         lab.podman("start", node.container)
         return
     lab.podman(
         "run", "-d", "--name", node.container, "--hostname", node.name,
         "--network", lab.NETWORK, "--ip", node.address,
         "--systemd=always", "--privileged", "--cgroupns=private",
-        "--label", "io.gpufleet.lab=1",
+        "--label", "io.gpufleet.lab=1", "--label", f"{lab.KEY_LABEL}={lab.key_id(pubkey)}",
+        "-v", f"{pubkey}:/root/.ssh/authorized_keys:ro",
         "-v", f"{node.container}-containerd:/var/lib/containerd",
         image, "/sbin/init",
     )  # fmt: skip
@@ -276,6 +287,18 @@ FROM {base}
 COPY calibration_server.py /opt/gpufleet/calibration_server.py
 ENTRYPOINT ["python3", "/opt/gpufleet/calibration_server.py"]
 """
+# dcgm-exporter's flags (-f counters file, -c interval) and environment (DCGM_EXPORTER_LISTEN, NODE_NAME),
+# read into the FIXTURE exporter's.
+DCGM_FIXTURE_CONTAINERFILE = """\
+FROM {base}
+COPY dcgm_fixture_exporter.py /opt/gpufleet/dcgm_fixture_exporter.py
+RUN printf '%s\\n' '#!/bin/sh' \\
+  'while getopts f:c: flag; do [ "$flag" = f ] && counters=$OPTARG; done' \\
+  'exec python3 /opt/gpufleet/dcgm_fixture_exporter.py --counters "$counters" \\
+    --listen "0.0.0.0${{DCGM_EXPORTER_LISTEN:-:9400}}" --node-name "$NODE_NAME"' \\
+  > /usr/local/bin/dcgm-exporter && chmod 755 /usr/local/bin/dcgm-exporter
+ENTRYPOINT ["/usr/local/bin/dcgm-exporter"]
+"""
 
 
 def _stale(archive: Path, *sources: Path) -> bool:
@@ -317,13 +340,20 @@ def build_images(binaries: Path) -> dict[str, Path]:
         archives[name] = out / (name.rsplit("/", 1)[1].replace(":", "-") + ".tar")
         if _stale(archives[name], binary):
             _binary_image(name, binary, path, archives[name])
-    archives[CALIBRATION_IMAGE] = out / "calibration-server.tar"
-    server = Path(__file__).with_name("calibration_server.py")
-    if _stale(archives[CALIBRATION_IMAGE], server):
-        base = lab.ensure_image(log=False)
-        with tempfile.TemporaryDirectory(prefix="gpufleet-calibration-") as tmp:
-            (Path(tmp) / "calibration_server.py").write_bytes(server.read_bytes())
-            (Path(tmp) / "Containerfile").write_text(CALIBRATION_CONTAINERFILE.format(base=base))
-            lab.podman("build", "-q", "-t", CALIBRATION_IMAGE, "-f", f"{tmp}/Containerfile", tmp)
-        lab.podman("save", "--format", "oci-archive", "-o", str(archives[CALIBRATION_IMAGE]), CALIBRATION_IMAGE)
+    for name, source, containerfile in (
+        (CALIBRATION_IMAGE, Path(__file__).with_name("calibration_server.py"), CALIBRATION_CONTAINERFILE),
+        (DCGM_FIXTURE_IMAGE, DCGM_FIXTURE_EXPORTER, DCGM_FIXTURE_CONTAINERFILE),
+    ):
+        archives[name] = out / (name.rsplit("/", 1)[1].replace(":", "-") + ".tar")
+        if _stale(archives[name], source):
+            _python_image(name, source, containerfile, archives[name])
     return archives
+
+
+def _python_image(name: str, source: Path, containerfile: str, archive: Path) -> None:
+    """An image of one script on the lab's Debian base, saved as an archive for containerd."""
+    with tempfile.TemporaryDirectory(prefix="gpufleet-image-") as tmp:
+        (Path(tmp) / source.name).write_bytes(source.read_bytes())
+        (Path(tmp) / "Containerfile").write_text(containerfile.format(base=lab.ensure_image(log=False)))
+        lab.podman("build", "-q", "-t", name, "-f", f"{tmp}/Containerfile", tmp)
+    lab.podman("save", "--format", "oci-archive", "-o", str(archive), name)

@@ -1,8 +1,11 @@
-"""The real Prometheus Operator in the lab's main cluster. The monitoring role installs
+"""The real Prometheus Operator in the lab's main cluster, fed by a DCGM exporter pod on the GPU
+cluster's real node through the telemetry tunnel, as in production. The monitoring role installs
 kube-prometheus-stack 79.0.1, as released, onto the main cluster's real node: its operator (v0.86.1,
 built from its Go module) reconciles a Prometheus (v3.7.2, built from its module too), the collection's
-alert rules and the telemetry tunnel's ServiceMonitors into a running configuration, and that
-Prometheus scrapes what the chart's ServiceMonitors select."""
+alert rules and the telemetry tunnel's ServiceMonitor into a running configuration, and that
+Prometheus scrapes what the chart's ServiceMonitors select. The dcgm_exporter role's DaemonSet runs the
+lab's dcgm-exporter image (the FIXTURE exporter: no GPU here) on the GPU cluster's node; the
+telemetry_tunnel role carries its host port to the main cluster's node."""
 
 import contextlib
 import json
@@ -18,11 +21,14 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from gpufleet import labk8s, labnodes
-from gpufleet.lab import LAB_INVENTORY, REPO_ROOT, charts_dir
+from gpufleet.lab import LAB_INVENTORY, REPO_ROOT, charts_dir, lab_dir
 
 PLAYBOOK = Path(__file__).parent / "playbooks" / "prometheus_operator.yml"
 NODE_PORT = 30190  # beside the lab's own release
 NODE_EXPORTER_PORT = 9108
+TUNNEL_BASE_PORT = 19500  # the first node's tunnel is on the next port; the lab's own from 19401
+(MAIN_NODE,) = labnodes.nodes_of("main")
+GPU_NODE = labnodes.nodes_of("gpu")[0]
 pytestmark = pytest.mark.skipif(not charts_dir().is_dir(), reason=f"the released charts are not in {charts_dir()}")
 
 
@@ -31,22 +37,32 @@ def release(namespace: str) -> str:
     return "op-" + namespace.rsplit("-", 1)[1]
 
 
-def converge(namespace: str) -> dict:
+def converge(namespace: str, workdir: Path) -> dict:
+    # The real nodes join the lab inventory for this run: the tunnel's ends are hosts Ansible logs in to.
+    nodes = workdir / "real-nodes.yml"
+    nodes.write_text(json.dumps({"all": {"children": {
+        "telemetry_tunnel_hosts": {"hosts": {MAIN_NODE.name: {"ansible_host": MAIN_NODE.address}}},
+        "lab_real_gpu_nodes": {"hosts": {GPU_NODE.name: {"ansible_host": GPU_NODE.address}}},
+    }}}))  # fmt: skip
     extra = {"test_namespace": namespace, "test_release": release(namespace),
-             "test_prometheus_node_port": NODE_PORT, "test_node_exporter_port": NODE_EXPORTER_PORT}  # fmt: skip
-    cmd = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(LAB_INVENTORY.parent), str(PLAYBOOK),
-           "-e", json.dumps(extra)]  # fmt: skip
-    env = {"ANSIBLE_STDOUT_CALLBACK": "json", "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"), "PATH": "/usr/bin:/bin"}
+             "test_prometheus_node_port": NODE_PORT, "test_node_exporter_port": NODE_EXPORTER_PORT,
+             "test_tunnel_host": MAIN_NODE.name, "test_gpu_node": GPU_NODE.name,
+             "test_tunnel_base_port": TUNNEL_BASE_PORT, "test_dcgm_exporter_image": labnodes.DCGM_FIXTURE_IMAGE,
+             "test_tolerations": [{"key": labnodes.TAINT["key"], "operator": "Exists"}]}  # fmt: skip
+    cmd = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(LAB_INVENTORY.parent), "-i", str(nodes),
+           str(PLAYBOOK), "-e", json.dumps(extra)]  # fmt: skip
+    env = {"ANSIBLE_STDOUT_CALLBACK": "json", "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"), "PATH": "/usr/bin:/bin",
+           "GPUFLEET_LAB_DIR": str(lab_dir())}  # the nodes' inventory is not beside the lab's  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO_ROOT, check=False)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    return json.loads(proc.stdout)["stats"]["localhost"]
+    stats = json.loads(proc.stdout)["stats"]
+    return {key: sum(host[key] for host in stats.values()) for key in ("changed", "failures", "unreachable")}
 
 
 def query(path: str) -> Any:
     """Prometheus's HTTP API, through its NodePort on the main cluster's real node."""
-    (node,) = labnodes.nodes_of("main")
     try:
-        with urllib.request.urlopen(f"http://{node.address}:{NODE_PORT}{path}", timeout=5) as response:
+        with urllib.request.urlopen(f"http://{MAIN_NODE.address}:{NODE_PORT}{path}", timeout=5) as response:
             return json.loads(response.read())["data"]
     except OSError:
         return None
@@ -57,24 +73,27 @@ def ready_pods(core: client.CoreV1Api, namespace: str, selector: str) -> list[An
     return [p for p in pods if p.status.container_statuses and all(c.ready for c in p.status.container_statuses)]
 
 
-def test_the_operator_runs_prometheus_with_the_collections_rules_and_monitors(api, namespace):
-    core = client.CoreV1Api(api)
-    (node,) = labnodes.nodes_of("main")
+def test_gpu_metrics_reach_the_operators_prometheus_through_the_tunnel(api, gpu_api, namespace, tmp_path):
+    core, gpu_core = client.CoreV1Api(api), client.CoreV1Api(gpu_api)
     try:
-        converge(namespace)
+        converge(namespace, tmp_path)
         [operator] = ready_pods(core, namespace, "app=kube-prometheus-stack-operator")  # helm waited for it
-        assert operator.spec.node_name == node.name
+        assert operator.spec.node_name == MAIN_NODE.name
         [pod] = wait_for(
             lambda: ready_pods(core, namespace, "app.kubernetes.io/name=prometheus"),
             "the Prometheus the operator made to be ready",
             timeout=180,
         )
-        assert pod.spec.node_name == node.name
+        assert pod.spec.node_name == MAIN_NODE.name
         assert {c.name: c.image for c in pod.spec.containers} == {
             "prometheus": "quay.io/prometheus/prometheus:v3.7.2",
             "config-reloader": "quay.io/prometheus-operator/prometheus-config-reloader:v0.86.1",
         }
         assert wait_for(lambda: query("/api/v1/status/buildinfo"), "Prometheus's API")["version"] == "3.7.2"
+        # The exporter pod runs on the GPU cluster's real node and passed its readiness probe (the role waited).
+        [exporter] = ready_pods(gpu_core, namespace, "app.kubernetes.io/name=dcgm-exporter")
+        assert exporter.spec.node_name == GPU_NODE.name
+        assert exporter.spec.containers[0].image == labnodes.DCGM_FIXTURE_IMAGE
 
         def targets() -> dict[str, dict[str, dict]]:
             """Targets by scrape pool (one per ServiceMonitor endpoint, without the release's prefix)
@@ -87,16 +106,17 @@ def test_the_operator_runs_prometheus_with_the_collections_rules_and_monitors(ap
             return found
 
         # What runs for real is scraped: Prometheus and the operator (pods on the real node), the
-        # node-exporter and the kubelet there (the kubelet over TLS with Prometheus's token), and the
-        # API server. kwok's simulated node m1 has no address to scrape; the telemetry tunnel on m1 is
-        # not up in this test.
+        # node-exporter and the kubelet there (the kubelet over TLS with Prometheus's token), the
+        # API server, and the GPU node's exporter through the tunnel on the main cluster's node.
+        # kwok's simulated node m1 has no address to scrape.
         wanted = {
             "kube-prometheus-prometheus/0": None,
             "kube-prometheus-operator/0": None,
-            "prometheus-node-exporter/0": f"http://{node.address}:{NODE_EXPORTER_PORT}/metrics",
-            "kube-prometheus-kubelet/0": f"https://{node.address}:10250/metrics",
-            "kube-prometheus-kubelet/1": f"https://{node.address}:10250/metrics/cadvisor",
+            "prometheus-node-exporter/0": f"http://{MAIN_NODE.address}:{NODE_EXPORTER_PORT}/metrics",
+            "kube-prometheus-kubelet/0": f"https://{MAIN_NODE.address}:10250/metrics",
+            "kube-prometheus-kubelet/1": f"https://{MAIN_NODE.address}:10250/metrics/cadvisor",
             "kube-prometheus-apiserver/0": None,
+            f"dcgm-{GPU_NODE.name}/0": f"http://{MAIN_NODE.address}:{TUNNEL_BASE_PORT + 1}/metrics",
         }
 
         def scraped() -> dict[str, dict[str, dict]] | None:
@@ -105,18 +125,26 @@ def test_the_operator_runs_prometheus_with_the_collections_rules_and_monitors(ap
                 healths = {scrape_url: target["health"] for scrape_url, target in found.get(pool, {}).items()}
                 if not healths or (url is None and "up" not in healths.values()) or (url and healths.get(url) != "up"):
                     return None
-            # The tunnel's ServiceMonitor, applied after Prometheus started, arrives with a reload:
-            # present (its tunnel is not up here), whatever its health.
-            return found if "dcgm-gpu1/0" in found else None
+            return found
 
-        found = wait_for(scraped, f"targets {sorted(wanted)} up and the tunnel's target present", timeout=120)
-        [(url, tunnel)] = found["dcgm-gpu1/0"].items()
-        assert url == "http://10.213.7.11:19401/metrics"
-        assert tunnel["labels"]["instance"] == "gpu1"
+        try:
+            found = wait_for(scraped, f"targets {sorted(wanted)} up", timeout=180)
+        except AssertionError as timeout:
+            health = {pool: {url: (t["health"], t["lastError"]) for url, t in by_url.items()}
+                      for pool, by_url in targets().items()}  # fmt: skip
+            raise AssertionError(f"{timeout}; Prometheus has {health}") from None
+        [tunnel] = found[f"dcgm-{GPU_NODE.name}/0"].values()
+        assert tunnel["labels"]["instance"] == GPU_NODE.name
+        # The DCGM series as production's dashboards and alerts read them: the node's name on both labels.
+        series = wait_for(
+            lambda: (query(f'/api/v1/query?query=DCGM_FI_DEV_GPU_UTIL{{namespace="{namespace}"}}') or {}).get("result"),
+            "DCGM_FI_DEV_GPU_UTIL in Prometheus",
+        )
+        assert {(s["metric"]["instance"], s["metric"]["Hostname"]) for s in series} == {(GPU_NODE.name, GPU_NODE.name)}
 
         groups = {group["name"] for group in query("/api/v1/rules")["groups"]}
         assert {"gpufleet-gpu", "gpufleet-vllm", "gpufleet-triton"} <= groups, groups
-        assert converge(namespace)["changed"] == 0  # a re-run changes nothing
+        assert converge(namespace, tmp_path) == {"changed": 0, "failures": 0, "unreachable": 0}  # a re-run
     finally:
         subprocess.run(
             [str(labk8s.bin_dir() / "helm"), "--kubeconfig", str(labk8s.kubeconfig_path("main")), "uninstall",

@@ -115,10 +115,12 @@ def main() -> None:
 def serve(fixture: Fixture, host: str, port: int) -> None:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            if self.path.split("?")[0] != "/metrics":
+            path = self.path.split("?")[0]
+            if path not in ("/metrics", "/health"):
                 self.send_error(404)
                 return
-            body = fixture.render().encode()
+            # /health answers as dcgm-exporter's does: the DaemonSet's probes read it.
+            body = fixture.render().encode() if path == "/metrics" else b"OK"
             self.send_response(200)
             self.send_header("Content-Type", "text/plain; version=0.0.4")
             self.send_header("Content-Length", str(len(body)))
