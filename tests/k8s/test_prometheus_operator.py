@@ -42,7 +42,8 @@ def converge(namespace: str, workdir: Path) -> dict:
     nodes = workdir / "real-nodes.yml"
     nodes.write_text(json.dumps({"all": {"children": {
         "telemetry_tunnel_hosts": {"hosts": {MAIN_NODE.name: {"ansible_host": MAIN_NODE.address}}},
-        "lab_real_gpu_nodes": {"hosts": {GPU_NODE.name: {"ansible_host": GPU_NODE.address}}},
+        "operator_test_tunnel_host": {"hosts": {MAIN_NODE.name: {}}},
+        "operator_test_gpu_node": {"hosts": {GPU_NODE.name: {"ansible_host": GPU_NODE.address}}},
     }}}))  # fmt: skip
     extra = {"test_namespace": namespace, "test_release": release(namespace),
              "test_prometheus_node_port": NODE_PORT, "test_node_exporter_port": NODE_EXPORTER_PORT,
