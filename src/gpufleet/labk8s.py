@@ -30,6 +30,7 @@ from gpufleet.lab import REPO_ROOT, LabError, lab_dir
 K8S_VERSION = os.environ.get("K8S_VERSION", "1.36.3")
 SERVICE_CIDR = "10.96.0.0/16"
 API_ADDRESS = str(ipaddress.ip_network(lab.SUBNET)[1])  # the lab network's gateway on this machine
+LOCAL_VOLUME_GIB = 10  # each real node's local PersistentVolume (the lab inventory's Prometheus asks 10Gi)
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 
 # Nodes of the lab clusters: named like the lab inventory's hosts. The GPU node carries what the
@@ -341,6 +342,7 @@ def up(timeout: float = 120) -> Path:
     archives = labnodes.build_images(bin_dir())
     for node in labnodes.REAL_NODES:
         _join_real_node(CLUSTERS[node.cluster], node, archives, deadline)
+        _local_volume(node)
     lab.pin_host_keys(labnodes.REAL_NODES, deadline)
     # A component that exited (a port taken, say) would otherwise show only as a timeout later.
     dead = [(c, n) for c in CLUSTERS for n in COMPONENTS if not _pid(n, c)]
@@ -427,6 +429,34 @@ current-context: lab
     labnodes.wait_ready(core, node, deadline)
 
 
+def _local_volume(node: labnodes.RealNode) -> None:
+    """A local PersistentVolume of the lab-local StorageClass on a real node, as a cluster's static
+    local volumes are: the main cluster's Prometheus keeps its TSDB there across restarts. Retained
+    when its claim goes (the data too): delete the PV to start afresh."""
+    from kubernetes import client, config
+
+    path = f"/var/lib/gpufleet-lab/volumes/{LOCAL_VOLUME_GIB}g"
+    labnodes.in_node(node, f"mkdir -p {path}")
+    core: Any = client.CoreV1Api(config.new_client_from_config(str(kubeconfig_path(node.cluster))))  # type: ignore[no-untyped-call]
+    node_term = {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": [node.name]}]}
+    _create_once(
+        core.create_persistent_volume,
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": f"lab-local-{node.name}"},
+            "spec": {
+                "capacity": {"storage": f"{LOCAL_VOLUME_GIB}Gi"},
+                "accessModes": ["ReadWriteOnce"],
+                "persistentVolumeReclaimPolicy": "Retain",
+                "storageClassName": "lab-local",
+                "local": {"path": path},
+                "nodeAffinity": {"required": {"nodeSelectorTerms": [node_term]}},
+            },
+        },
+    )
+
+
 def _create_once(create: Any, body: dict[str, Any]) -> None:
     from kubernetes.client.exceptions import ApiException
 
@@ -476,7 +506,7 @@ def _ensure_nodes_and_crds(cluster: Cluster, deadline: float) -> None:
             },
         )
     # A StorageClass, as every production cluster has one: the monitoring role checks that the class
-    # of Prometheus's volume exists. No provisioner: kwok's pods need no volume.
+    # of Prometheus's volume exists. No provisioner: each real node has a static local volume.
     _create_once(
         client.StorageV1Api(api_client).create_storage_class,
         {

@@ -145,6 +145,9 @@ imageGCHighThresholdPercent: 99
 imageGCLowThresholdPercent: 98
 # No cluster DNS in the lab: pods resolve with the node's resolver.
 resolvConf: /etc/resolv.conf
+# Mounted Secrets and ConfigMaps are refreshed at a pod's sync (every minute by default), so a
+# ServiceMonitor change reaches the operator's Prometheus a minute or two later; sooner here.
+syncFrequency: 10s
 """
 
 

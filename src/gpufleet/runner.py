@@ -132,7 +132,8 @@ class Tracker:
             self.checks.append(CheckRow(host, name, "skipped", f"skipped: {reason}", host))
             return
         # A looped check has one row per item, and a module that reports its own checks a row per check.
-        for item in result.get("results") or [result]:
+        # A failed task's result has no "failed" key in its event (its items do): the event says it.
+        for item in result.get("results") or [{**result, "failed": result.get("failed", kind == "runner_on_failed")}]:
             label = item.get("_ansible_item_label")
             row = f"{name} {label}" if label is not None else name
             self.checks.extend(_rows(host, row, item))

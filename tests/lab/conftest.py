@@ -9,7 +9,8 @@ import pytest
 
 from gpufleet import lab, runner
 
-PROMETHEUS = "http://10.213.7.11:9090"
+# kube-prometheus-stack's Prometheus on the main cluster's real node, as the lab inventory gives it.
+PROMETHEUS = "http://10.213.7.241:30090"
 TUNNEL_URL = "http://10.213.7.11:19401/metrics"
 
 

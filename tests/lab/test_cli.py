@@ -11,12 +11,13 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import jsonschema
 import pytest
 import yaml
-from conftest import in_host
+from conftest import PROMETHEUS, in_host
 
 from gpufleet import lab, runner
 
@@ -43,13 +44,19 @@ def variant_inventory(tmp_path: Path, hosts: dict[str, dict[str, object]], base:
     return target
 
 
-def discovered_targets() -> list[dict[str, object]]:
-    """The telemetry endpoints the lab Prometheus discovered in the main cluster."""
-    return json.loads(in_host("m1", "cat /etc/prometheus/kubernetes/gpu-telemetry.json").stdout)
-
-
-def node_of(target: dict[str, object]) -> object:
-    return target["labels"]["__meta_kubernetes_service_label_gpufleet_io_gpu_node"]  # type: ignore[index]
+def tunnel_targets_become(nodes: list[str], timeout: float = 180) -> list[str]:
+    """The GPU nodes whose tunnel targets the main cluster's Prometheus scrapes, once they are the
+    ones expected (the operator regenerates its configuration and the reloader reloads it)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with urllib.request.urlopen(f"{PROMETHEUS}/api/v1/targets", timeout=5) as response:
+            targets = json.loads(response.read())["data"]["activeTargets"]
+        found = sorted(
+            t["labels"]["instance"] for t in targets if t["scrapePool"].startswith("serviceMonitor/gpu-telemetry/")
+        )
+        if found == nodes or time.monotonic() > deadline:
+            return found
+        time.sleep(1)
 
 
 def summary_of(proc: subprocess.CompletedProcess[str]) -> dict[str, object]:
@@ -97,7 +104,7 @@ def test_an_unreachable_host_is_named_the_others_complete_and_a_rerun_cleans_up(
     # gpu9 leaves the inventory: the next run removes its tunnel and target.
     assert gpufleet("up").returncode == 0
     assert in_host("m1", "ls /etc/gpufleet/tunnels").stdout.split() == ["gpu1.env"]
-    assert [node_of(t) for t in discovered_targets()] == ["gpu1"]
+    assert tunnel_targets_become(["gpu1"]) == ["gpu1"]
 
 
 def test_ctrl_c_cancels_cleanly_and_a_rerun_converges(converged):
@@ -116,7 +123,7 @@ def test_ctrl_c_cancels_cleanly_and_a_rerun_converges(converged):
     again = gpufleet("--json", "up")
     assert again.returncode == 0, again.stderr
     assert len(in_host("gpu1", "cat /var/lib/gpufleet-tunnel/.ssh/authorized_keys").stdout.splitlines()) == 1
-    assert [node_of(t) for t in discovered_targets()] == ["gpu1"]
+    assert tunnel_targets_become(["gpu1"]) == ["gpu1"]
 
 
 PROGRESS = re.compile(r"^(gpu1|m1|localhost) +\d+(/\d+)? tasks  changed \d+ +failed \d+ +\S")

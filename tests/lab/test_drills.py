@@ -12,20 +12,31 @@ from conftest import PROMETHEUS, in_host, wait_for_tunnel
 from gpufleet import lab, runner
 
 
-def test_prometheus_restart_keeps_its_configuration(converged):
-    before = in_host(
-        "m1", "sha256sum /etc/prometheus/prometheus.yml /etc/prometheus/rules/* /etc/prometheus/kubernetes/*"
-    )
-    in_host("m1", "systemctl restart prometheus")
-    after = in_host(
-        "m1", "sha256sum /etc/prometheus/prometheus.yml /etc/prometheus/rules/* /etc/prometheus/kubernetes/*"
-    )
-    assert before.stdout == after.stdout
-    # Its jobs, rules and the GPU target come back by themselves, without a converge.
+def test_prometheus_rescheduled_keeps_its_configuration_and_its_data(converged):
+    """The operator's Prometheus pod deleted, as a node drain or an eviction would: the StatefulSet
+    brings it back with the configuration the operator generated, and the TSDB on its volume."""
+    from kubernetes import client, config
+
+    core = client.CoreV1Api(config.new_client_from_config(str(lab.lab_dir() / "k8s/main/admin.kubeconfig")))
+    # The StatefulSet, its pod, and the Secret holding the configuration the operator generated.
+    generated = "prometheus-monitoring-kube-prometheus-prometheus"
+    before = core.read_namespaced_secret(generated, "monitoring").data
     report = pv.verify(PROMETHEUS, "gpufleet-dcgm", pv.dcgm_profile(), ["gpu1"], max_age_s=15, timeout_s=60)
     assert report.ok, report.failures
+    sampled_at = time.time()
+    energy = 'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{instance="gpu1"}'
+    assert pv.query(PROMETHEUS, energy, sampled_at)
+    core.delete_namespaced_pod(f"{generated}-0", "monitoring")
+    time.sleep(5)  # the old pod's API answers until it stops
+    # Its jobs, rules and the GPU target come back by themselves, without a converge.
+    report = pv.verify(PROMETHEUS, "gpufleet-dcgm", pv.dcgm_profile(), ["gpu1"], max_age_s=15, timeout_s=120)
+    assert report.ok, report.failures
+    assert core.read_namespaced_secret(generated, "monitoring").data == before
+    # The samples from before the restart are still there: the TSDB is on the PersistentVolume.
+    assert pv.query(PROMETHEUS, energy, sampled_at)
     with urllib.request.urlopen(f"{PROMETHEUS}/api/v1/rules", timeout=5) as response:
-        assert len(json.loads(response.read())["data"]["groups"]) == 3
+        groups = {g["name"] for g in json.loads(response.read())["data"]["groups"]}
+    assert {"gpufleet-gpu", "gpufleet-vllm", "gpufleet-triton"} <= groups
 
 
 def test_gpu_node_rebooted_mid_converge_then_a_rerun_completes(converged):

@@ -120,6 +120,16 @@ def test_module_reported_parts_become_rows_with_their_targets():
     ]
 
 
+def test_a_failed_check_without_parts_is_a_failed_row():
+    """Prometheus unreachable: no targets or metrics to list, and the event's result has no "failed" key."""
+    tracker = Tracker()
+    res = {"msg": "cannot reach Prometheus at http://prom:30090: Connection refused", "job": "gpufleet-dcgm",
+           "targets": [], "metrics": [], "invocation": {"module_args": {"url": "http://prom:30090"}}}  # fmt: skip
+    tracker({"event": "runner_on_failed", "event_data": {"host": "localhost", "task": "Check: DCGM", "res": res}})
+    [row] = tracker.checks
+    assert (row.check, row.status) == ("DCGM", "failed") and "Connection refused" in row.detail
+
+
 def test_the_bench_target_comes_from_the_inventory(tmp_path):
     from gpufleet.runner import bench_target
 
