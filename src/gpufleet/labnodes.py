@@ -211,8 +211,8 @@ WantedBy=multi-user.target
 def start_container(node: RealNode, image: str, pubkey: Path) -> None:
     """A privileged systemd container with its own cgroup namespace (the kubelet manages cgroups
     under it) and containerd's state on a volume (overlayfs cannot stack on the container's).
-    Ansible logs in over SSH with the lab's key, as on the lab's hosts (a node is a host too: the
-    telemetry tunnel's ends, the driver)."""
+    Ansible logs in over SSH with the lab's key, as on the lab's hosts, for what runs on a node
+    itself (the telemetry tunnel's ends)."""
     state = lab.running_hosts().get(node.container)
     if state is not None and lab.container_key(node) != lab.key_id(pubkey):
         lab.podman("rm", "-f", "-t", "2", node.container)  # another checkout's key: no login

@@ -145,6 +145,7 @@ def test_a_restart_during_an_outage_is_refused_and_its_loss_measured(host, recei
         # What an unplanned restart (a crash, a reboot) costs, measured.
         restarted = time.time()
         host.check_output("systemctl restart prometheus")
+        back = time.time()  # the shutdown's flush deadlines and the start, as long as they took
         time.sleep(20)
         ended = time.time()
     wait_caught_up(address)
@@ -154,9 +155,10 @@ def test_a_restart_during_an_outage_is_refused_and_its_loss_measured(host, recei
         f"agent restarted {restarted - started:.0f}s into a {ended - started:.0f}s outage: "
         f"{lost:.0f}s of samples lost, holes {[(round(a - started), round(b - started)) for a, b in gaps(stamps)]}"
     )
-    # Upstream drops what the WAL held unsent at the restart; add the shutdown (two 5 s flush
-    # deadlines, no scraping meanwhile) and the first scrape after it. The samples after it arrive.
-    assert lost <= restarted - started + 10 + 3 * INTERVAL
+    # Upstream drops what the WAL held unsent at the restart; add the restart itself (two 5 s flush
+    # deadlines, no scraping meanwhile: measured, as it takes longer on a loaded machine) and the
+    # first scrape after it. The samples after it arrive.
+    assert lost <= back - started + 3 * INTERVAL
     assert stamps and stamps[-1] > ended - 2 * INTERVAL
 
 
