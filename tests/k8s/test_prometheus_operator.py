@@ -5,10 +5,13 @@ built from its Go module) reconciles a Prometheus (v3.7.2, built from its module
 alert rules and the telemetry tunnel's ServiceMonitor into a running configuration, and that
 Prometheus scrapes what the chart's ServiceMonitors select. The dcgm_exporter role's DaemonSet runs the
 lab's dcgm-exporter image (the FIXTURE exporter: no GPU here) on the GPU cluster's node; the
-telemetry_tunnel role carries its host port to the main cluster's node."""
+telemetry_tunnel role carries its host port to the main cluster's node. Beside the tunnel, the
+telemetry_agent role's agent for the GPU cluster (Prometheus in agent mode, a pod) sends the same
+exporter's samples to that Prometheus's remote-write receiver: both telemetry modes, side by side."""
 
 import contextlib
 import json
+import secrets
 import subprocess
 import sys
 import urllib.request
@@ -16,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ansible_collections.gpufleet.platform.plugins.module_utils import prometheus_verify as pv
 from conftest import wait_for
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
@@ -37,7 +41,7 @@ def release(namespace: str) -> str:
     return "op-" + namespace.rsplit("-", 1)[1]
 
 
-def converge(namespace: str, workdir: Path) -> dict:
+def converge(namespace: str, workdir: Path, agent_password: str) -> dict:
     # The real nodes join the lab inventory for this run: the tunnel's ends are hosts Ansible logs in to.
     nodes = workdir / "real-nodes.yml"
     nodes.write_text(json.dumps({"all": {"children": {
@@ -49,7 +53,8 @@ def converge(namespace: str, workdir: Path) -> dict:
              "test_prometheus_node_port": NODE_PORT, "test_node_exporter_port": NODE_EXPORTER_PORT,
              "test_tunnel_host": MAIN_NODE.name, "test_gpu_node": GPU_NODE.name,
              "test_tunnel_base_port": TUNNEL_BASE_PORT, "test_dcgm_exporter_image": labnodes.DCGM_FIXTURE_IMAGE,
-             "test_tolerations": [{"key": labnodes.TAINT["key"], "operator": "Exists"}]}  # fmt: skip
+             "test_tolerations": [{"key": labnodes.TAINT["key"], "operator": "Exists"}],
+             "test_receiver": f"{MAIN_NODE.address}:{NODE_PORT}", "test_agent_password": agent_password}  # fmt: skip
     cmd = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(LAB_INVENTORY.parent), "-i", str(nodes),
            str(PLAYBOOK), "-e", json.dumps(extra)]  # fmt: skip
     env = {"ANSIBLE_STDOUT_CALLBACK": "json", "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"), "PATH": "/usr/bin:/bin",
@@ -77,7 +82,8 @@ def ready_pods(core: client.CoreV1Api, namespace: str, selector: str) -> list[An
 def test_gpu_metrics_reach_the_operators_prometheus_through_the_tunnel(api, gpu_api, namespace, tmp_path):
     core, gpu_core = client.CoreV1Api(api), client.CoreV1Api(gpu_api)
     try:
-        converge(namespace, tmp_path)
+        password = secrets.token_urlsafe(24)  # made for the run; the receiver here checks none
+        converge(namespace, tmp_path, password)
         [operator] = ready_pods(core, namespace, "app=kube-prometheus-stack-operator")  # helm waited for it
         assert operator.spec.node_name == MAIN_NODE.name
         [pod] = wait_for(
@@ -143,15 +149,39 @@ def test_gpu_metrics_reach_the_operators_prometheus_through_the_tunnel(api, gpu_
         )
         assert {(s["metric"]["instance"], s["metric"]["Hostname"]) for s in series} == {(GPU_NODE.name, GPU_NODE.name)}
 
+        # The remote-write mode: the cluster's agent pod runs on the exporter's node, and its samples carry
+        # the tunnel path's labels, so verify reads them alike (targets from the agents' `up` series).
+        [agent] = ready_pods(gpu_core, namespace, "app.kubernetes.io/name=gpufleet-telemetry-agent")  # the role waited
+        assert agent.spec.node_name == GPU_NODE.name
+        assert {c.image for c in agent.spec.containers} == {
+            "quay.io/prometheus/prometheus:v3.7.2",
+            "quay.io/prometheus-operator/prometheus-config-reloader:v0.86.1",
+        }
+        written = wait_for(
+            lambda: (query('/api/v1/query?query=DCGM_FI_DEV_GPU_UTIL{gpufleet_transport="remote_write"}') or {}).get(
+                "result"
+            ),
+            "remote-written DCGM_FI_DEV_GPU_UTIL in Prometheus",
+        )
+        assert {(s["metric"]["job"], s["metric"]["instance"], s["metric"]["Hostname"]) for s in written} == {
+            ("gpufleet-dcgm", GPU_NODE.name, GPU_NODE.name)
+        }
+        report = pv.verify(f"http://{MAIN_NODE.address}:{NODE_PORT}", "gpufleet-dcgm", pv.dcgm_profile(),
+                           [GPU_NODE.name], timeout_s=60, targets_from="up")  # fmt: skip
+        assert report.ok, report.failures
+
         groups = {group["name"] for group in query("/api/v1/rules")["groups"]}
         assert {"gpufleet-gpu", "gpufleet-vllm", "gpufleet-triton"} <= groups, groups
-        assert converge(namespace, tmp_path) == {"changed": 0, "failures": 0, "unreachable": 0}  # a re-run
+        assert converge(namespace, tmp_path, password) == {"changed": 0, "failures": 0, "unreachable": 0}  # a re-run
     finally:
         subprocess.run(
             [str(labk8s.bin_dir() / "helm"), "--kubeconfig", str(labk8s.kubeconfig_path("main")), "uninstall",
              release(namespace), "-n", namespace, "--wait"],
             capture_output=True, check=False,
         )  # fmt: skip
-        # The operator's kubelet Service (in kube-system) is the operator's, not the release's: helm leaves it.
-        with contextlib.suppress(ApiException):
-            core.delete_namespaced_service(f"{release(namespace)}-kube-prometheus-kubelet", "kube-system")
+        # The operator's kubelet Service (in kube-system) is the operator's, not the release's: helm leaves
+        # it. Its name is cut as the chart cuts it, so find it by the release's prefix.
+        for service in core.list_namespaced_service("kube-system").items:
+            if service.metadata.name.startswith(release(namespace) + "-"):
+                with contextlib.suppress(ApiException):
+                    core.delete_namespaced_service(service.metadata.name, "kube-system")
