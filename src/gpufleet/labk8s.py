@@ -342,7 +342,6 @@ def up(timeout: float = 120) -> Path:
     archives = labnodes.build_images(bin_dir())
     for node in labnodes.REAL_NODES:
         _join_real_node(CLUSTERS[node.cluster], node, archives, deadline)
-        _local_volume(node)
     lab.pin_host_keys(labnodes.REAL_NODES, deadline)
     # A component that exited (a port taken, say) would otherwise show only as a timeout later.
     dead = [(c, n) for c in CLUSTERS for n in COMPONENTS if not _pid(n, c)]
@@ -390,6 +389,7 @@ def _join_real_node(cluster: Cluster, node: labnodes.RealNode, archives: dict[st
         )
     except client.exceptions.ApiException:
         ready = False
+    _local_volume(core, node)
     if ready:
         labnodes.import_images(node, archives)
         return
@@ -429,15 +429,12 @@ current-context: lab
     labnodes.wait_ready(core, node, deadline)
 
 
-def _local_volume(node: labnodes.RealNode) -> None:
+def _local_volume(core: Any, node: labnodes.RealNode) -> None:
     """A local PersistentVolume of the lab-local StorageClass on a real node, as a cluster's static
     local volumes are: the main cluster's Prometheus keeps its TSDB there across restarts. Retained
     when its claim goes (the data too): delete the PV to start afresh."""
-    from kubernetes import client, config
-
     path = f"/var/lib/gpufleet-lab/volumes/{LOCAL_VOLUME_GIB}g"
     labnodes.in_node(node, f"mkdir -p {path}")
-    core: Any = client.CoreV1Api(config.new_client_from_config(str(kubeconfig_path(node.cluster))))  # type: ignore[no-untyped-call]
     node_term = {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": [node.name]}]}
     _create_once(
         core.create_persistent_volume,
