@@ -150,6 +150,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
                   file=sys.stderr)  # fmt: skip
             return EXIT_USAGE
         url, model, api_key = url or target[0], model or target[1], api_key or target[2]
+        # The GPU and server figures from the Prometheus the inventory names, as `verify` reads it.
+        args.prometheus_url = args.prometheus_url or runner.inventory_prometheus_url(Path(args.inventory))
     if not url or not model:
         print("gpufleet bench: give --url and --model, -i INVENTORY, or --calibration", file=sys.stderr)
         return EXIT_USAGE

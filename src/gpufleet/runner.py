@@ -228,6 +228,13 @@ def bench_target(inventory: Path) -> tuple[str, str, str | None] | None:
     return None
 
 
+def inventory_prometheus_url(inventory: Path) -> str | None:
+    """The main cluster's Prometheus the inventory names (gpufleet_prometheus_url), when it is a plain
+    URL rather than a template only a play can resolve."""
+    value = inventory_vars(inventory).get("gpufleet_prometheus_url")
+    return value if isinstance(value, str) and value.startswith(("http://", "https://")) else None
+
+
 def planned_tasks(playbook: str, inventory: Path, limit: str | None = None, tags: str | None = None) -> dict[str, int]:
     """Tasks per host as listed statically (--list-hosts --list-tasks): the progress display's totals.
 

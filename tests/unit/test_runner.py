@@ -145,6 +145,17 @@ def test_the_bench_target_comes_from_the_inventory(tmp_path):
     assert bench_target(tmp_path) is None
 
 
+def test_the_bench_reads_the_inventorys_prometheus_unless_it_is_a_template(tmp_path):
+    from gpufleet.runner import inventory_prometheus_url
+
+    (tmp_path / "group_vars").mkdir()
+    (tmp_path / "hosts.yml").write_text("all:\n  hosts:\n    localhost:\n")
+    (tmp_path / "group_vars" / "all.yml").write_text("gpufleet_prometheus_url: http://10.0.0.5:30090\n")
+    assert inventory_prometheus_url(tmp_path) == "http://10.0.0.5:30090"
+    (tmp_path / "group_vars" / "all.yml").write_text("gpufleet_prometheus_url: \"{{ lookup('env', 'P') }}\"\n")
+    assert inventory_prometheus_url(tmp_path) is None
+
+
 def test_verify_rows_fit_the_run_summary_schema():
     import jsonschema
 
