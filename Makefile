@@ -12,12 +12,12 @@ PLAYBOOKS := site.yml $(wildcard playbooks/*.yml)
 setup:
 	@scripts/setup.sh
 
-## demo: the main job on the built-in lab (lab up, converge, verify, bench the calibration stand-in)
+## demo: the main job on the built-in lab (lab up, converge, verify, bench the deployed vLLM stand-in)
 demo: setup
 	gpufleet lab up --k8s
 	gpufleet up -i inventories/lab
 	gpufleet verify -i inventories/lab
-	gpufleet bench --calibration --levels 1,5,30 --duration 10
+	gpufleet bench -i inventories/lab --levels 1,5,30 --duration 10
 
 ## test: every test (lint, unit, integration, real engines, lab end-to-end, Kubernetes, molecule, collection build)
 test: setup lint unit integration engine-tests lab-tests k8s-tests molecule collection

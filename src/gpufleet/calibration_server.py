@@ -265,6 +265,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--fail-every", type=int, default=0)
     parser.add_argument("--cut-every", type=int, default=0)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--model", default="calibration", help="the model name it lists and answers as")
     parser.add_argument("--api-key-env", metavar="VAR", help="require the bearer key held in this variable")
     args = parser.parse_args(argv)
     schedule = Schedule(
@@ -277,6 +278,7 @@ def main(argv: list[str] | None = None) -> None:
         args.fail_every,
         args.cut_every,
         args.seed,
+        model=args.model,
         api_key=os.environ[args.api_key_env] if args.api_key_env else None,
     )
     try:

@@ -392,7 +392,15 @@ def _join_real_node(cluster: Cluster, node: labnodes.RealNode, archives: dict[st
     _local_volume(core, node)
     if ready:
         labnodes.import_images(node, archives)
-        return
+    else:
+        _install_node(cluster, node, archives, deadline, core)
+    if node.cluster == "gpu":
+        _advertise_gpu(core, node)
+
+
+def _install_node(
+    cluster: Cluster, node: labnodes.RealNode, archives: dict[str, Path], deadline: float, core: Any
+) -> None:
     pki = state_dir(cluster.name) / "pki"
 
     def kubeconfig(user: str) -> str:
@@ -427,6 +435,13 @@ current-context: lab
     labnodes.install(node, files, bin_dir())
     labnodes.import_images(node, archives)
     labnodes.wait_ready(core, node, deadline)
+
+
+def _advertise_gpu(core: Any, node: labnodes.RealNode) -> None:
+    """One nvidia.com/gpu in the GPU cluster's real node's capacity, so that pods asking for a GPU
+    (the vllm role's) are scheduled there: a STAND-IN for NVIDIA's device plugin (no GPU here),
+    through the node status extended resources are advertised with."""
+    core.patch_node_status(node.name, {"status": {"capacity": {labnodes.GPU_RESOURCE: "1"}}})
 
 
 def _local_volume(core: Any, node: labnodes.RealNode) -> None:

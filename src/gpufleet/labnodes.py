@@ -34,6 +34,9 @@ CALIBRATION_IMAGE = "localhost/gpufleet-lab/calibration-server:1"
 DCGM_FIXTURE_IMAGE = "localhost/gpufleet-lab/dcgm-exporter-fixture:1"
 DCGM_FIXTURE_EXPORTER = lab.REPO_ROOT / "roles/lab_dcgm_fixture_exporter/files/dcgm_fixture_exporter.py"
 POD_CIDR = "10.244.0.0/16"
+IMAGE_STAMPS = "/var/lib/gpufleet-lab/images"
+# What the GPU cluster's real nodes advertise, one each (labk8s._advertise_gpu): the device plugin's name.
+GPU_RESOURCE = "nvidia.com/gpu"
 # Images built here from upstream's Go modules (scripts/build-lab-k8s.sh), at the versions the pinned
 # kube-prometheus-stack deploys: the binary's name, the chart's repository and the entrypoint.
 UPSTREAM_IMAGES = {
@@ -263,12 +266,24 @@ def install(node: RealNode, files: dict[str, tuple[str | bytes, int]], binaries:
 
 
 def import_images(node: RealNode, archives: dict[str, Path]) -> None:
-    """Put the images a node lacks into its containerd, as a pre-pull would (pods find them present)."""
+    """Put the lab's images into the node's containerd, as a pre-pull would (pods find them present).
+    One rebuilt since (the same name, a newer archive) is imported again: a stamp per archive in
+    the node says which build it holds."""
     held = set(in_node(node, "ctr -n k8s.io images ls -q").stdout.split())
+    stamps = dict(
+        line.split(" ", 1)
+        for line in in_node(node, f"cat {IMAGE_STAMPS}/* 2>/dev/null", check=False).stdout.splitlines()
+        if " " in line
+    )
     for name, archive in archives.items():
-        if name not in held:
+        stamp = str(archive.stat().st_mtime_ns)
+        if name not in held or stamps.get(archive.name) != stamp:
             lab.podman("cp", str(archive), f"{node.container}:/tmp/{archive.name}")
-            in_node(node, f"ctr -n k8s.io images import /tmp/{archive.name} >/dev/null && rm /tmp/{archive.name}")
+            in_node(
+                node,
+                f"ctr -n k8s.io images import /tmp/{archive.name} >/dev/null && rm /tmp/{archive.name}"
+                f" && mkdir -p {IMAGE_STAMPS} && echo '{archive.name} {stamp}' > {IMAGE_STAMPS}/{archive.name}",
+            )
 
 
 def wait_ready(core: Any, node: RealNode, deadline: float) -> None:
@@ -285,9 +300,19 @@ def wait_ready(core: Any, node: RealNode, deadline: float) -> None:
     raise lab.LabError(f"{node.name} is not Ready in the {node.cluster} cluster; kubelet's journal ends:\n{journal}")
 
 
+# The lab's vLLM image: the CALIBRATION SERVER (no model, no GPU), started by the vllm role's own
+# command line (`vllm serve MODEL --served-model-name N --host H --port P ...`; the rest is ignored).
 CALIBRATION_CONTAINERFILE = """\
 FROM {base}
 COPY calibration_server.py /opt/gpufleet/calibration_server.py
+RUN printf '%s\\n' '#!/bin/sh' \\
+  '[ "$1" = serve ] || {{ echo "the lab vllm stand-in only serves" >&2; exit 2; }}' \\
+  'shift; model=$1; shift; host=0.0.0.0; port=8000' \\
+  'while [ $# -gt 0 ]; do case $1 in' \\
+  '  --served-model-name) model=$2; shift;; --host) host=$2; shift;; --port) port=$2; shift;;' \\
+  'esac; shift; done' \\
+  'exec python3 /opt/gpufleet/calibration_server.py --host "$host" --port "$port" --model "$model"' \\
+  > /usr/local/bin/vllm && chmod 755 /usr/local/bin/vllm
 ENTRYPOINT ["python3", "/opt/gpufleet/calibration_server.py"]
 """
 # dcgm-exporter's flags (-f counters file, -c interval) and environment (DCGM_EXPORTER_LISTEN, NODE_NAME),
@@ -348,7 +373,8 @@ def build_images(binaries: Path) -> dict[str, Path]:
         (DCGM_FIXTURE_IMAGE, DCGM_FIXTURE_EXPORTER, DCGM_FIXTURE_CONTAINERFILE),
     ):
         archives[name] = out / (name.rsplit("/", 1)[1].replace(":", "-") + ".tar")
-        if _stale(archives[name], source):
+        # Rebuilt when the script or its Containerfile (in this file) changes.
+        if _stale(archives[name], source, Path(__file__)):
             _python_image(name, source, containerfile, archives[name])
     return archives
 

@@ -190,3 +190,33 @@ def test_verify_prints_a_pass_fail_table(converged, tmp_path):
     assert re.search(r"verify: \d+ passed, [1-9]\d* failed, 2 skipped", proc.stderr), proc.stderr
     failed_row = r"FAILED\s+localhost\s+inference endpoint nothing-listens: [\w-]+ +http://127.0.0.1:9"
     assert re.search(failed_row, proc.stderr), proc.stderr
+
+
+def test_verify_and_bench_reach_the_deployed_vllm(converged, tmp_path):
+    """The vllm role's Deployment of the lab's vLLM image (the calibration server behind `vllm serve`)
+    runs on the GPU cluster's real node, holding the GPU the node advertises: verify's smoke check
+    passes through its Service's node port, and bench measures it there, with the GPU's figures from
+    the inventory's Prometheus."""
+    from kubernetes import client, config
+
+    from gpufleet import labk8s
+
+    core = client.CoreV1Api(config.new_client_from_config(str(labk8s.kubeconfig_path("gpu"))))
+    [pod] = core.list_namespaced_pod("inference", label_selector="app.kubernetes.io/name=vllm").items
+    assert pod.spec.node_name == "worker-gpu1" and pod.status.phase == "Running", pod.status
+    assert all(c.ready for c in pod.status.container_statuses)
+    assert pod.spec.containers[0].resources.limits["nvidia.com/gpu"] == "1"
+
+    proc = gpufleet("--json", "verify", "-i", str(lab.LAB_INVENTORY.parent))
+    rows = [c for c in summary_of(proc)["checks"] if c["check"].startswith("inference endpoint vllm")]
+    assert rows and all(r["status"] == "passed" for r in rows), rows
+    assert all(r["target"].startswith("http://10.213.7.242:30800") for r in rows), rows
+    assert proc.returncode == 0, proc.stderr
+
+    bench = gpufleet("--json", "bench", "-i", str(lab.LAB_INVENTORY.parent), "--levels", "1,5", "--duration", "4",
+                     "--warmup", "1", "--out", str(tmp_path / "bench"))  # fmt: skip
+    assert bench.returncode == 0, bench.stderr
+    levels = json.loads(bench.stdout)["levels"]
+    assert [lv["level"] for lv in levels] == [1, 5]
+    assert all(lv["completed"] > 0 and lv["output_tokens"] > 0 and not sum(lv["errors"].values()) for lv in levels), levels
+    assert "10.213.7.242:30800" in bench.stderr
