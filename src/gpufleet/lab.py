@@ -51,7 +51,7 @@ BASE_PACKAGES = [
 ]
 
 CONTAINERS_CONF = """\
-# Written by gpufleet lab: podman settings this lab needs (see docs/lab.md).
+# Written by gpufleet lab: podman settings this lab needs (see README.md, "The lab").
 [engine]
 runtime = "runc"
 cgroup_manager = "cgroupfs"
