@@ -216,7 +216,9 @@ def test_verify_and_bench_reach_the_deployed_vllm(converged, tmp_path):
     bench = gpufleet("--json", "bench", "-i", str(lab.LAB_INVENTORY.parent), "--levels", "1,5", "--duration", "4",
                      "--warmup", "1", "--out", str(tmp_path / "bench"))  # fmt: skip
     assert bench.returncode == 0, bench.stderr
-    levels = json.loads(bench.stdout)["levels"]
-    assert [lv["level"] for lv in levels] == [1, 5]
-    assert all(lv["completed"] > 0 and lv["output_tokens"] > 0 and not sum(lv["errors"].values()) for lv in levels), levels
-    assert "10.213.7.242:30800" in bench.stderr
+    result = json.loads(bench.stdout)
+    assert result["config"]["base_url"] == "http://10.213.7.242:30800"
+    assert [lv["level"] for lv in result["levels"]] == [1, 5]
+    for level in result["levels"]:
+        assert level["completed"] > 0 and level["output_tokens"] > 0 and not sum(level["errors"].values()), level
+    assert result["gpu_source"].startswith("prometheus"), result["gpu_source"]  # the inventory's Prometheus
