@@ -166,6 +166,9 @@ def test_gpu_metrics_reach_the_operators_prometheus_through_the_tunnel(api, gpu_
         assert {(s["metric"]["job"], s["metric"]["instance"], s["metric"]["Hostname"]) for s in written} == {
             ("gpufleet-dcgm", GPU_NODE.name, GPU_NODE.name)
         }
+        # The agent's own `up` series for the exporter it scrapes (what verify reads in this mode).
+        agent_up = query('/api/v1/query?query=up{job="gpufleet-dcgm",gpufleet_transport="remote_write"}')["result"]
+        assert [(s["metric"]["instance"], s["value"][1]) for s in agent_up] == [(GPU_NODE.name, "1")], agent_up
         report = pv.verify(f"http://{MAIN_NODE.address}:{NODE_PORT}", "gpufleet-dcgm", pv.dcgm_profile(),
                            [GPU_NODE.name], timeout_s=60, targets_from="up")  # fmt: skip
         assert report.ok, report.failures
