@@ -144,14 +144,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print("gpufleet bench: target is the CALIBRATION SERVER, a scripted stand-in for vLLM (TTFT 100 ms,"
               " ITL 20 ms): the figures measure the client and the method, not a GPU", file=sys.stderr)  # fmt: skip
     elif not (url and model) and args.inventory:
-        target = runner.bench_target(Path(args.inventory))
+        variables = runner.inventory_vars(Path(args.inventory))  # read once, for the target and Prometheus
+        target = runner.bench_target(variables)
         if target is None:
             print(f"gpufleet bench: {args.inventory} lists no OpenAI endpoint in gpufleet_inference_endpoints",
                   file=sys.stderr)  # fmt: skip
             return EXIT_USAGE
         url, model, api_key = url or target[0], model or target[1], api_key or target[2]
         # The GPU and server figures from the Prometheus the inventory names, as `verify` reads it.
-        args.prometheus_url = args.prometheus_url or runner.inventory_prometheus_url(Path(args.inventory))
+        args.prometheus_url = args.prometheus_url or runner.inventory_prometheus_url(variables)
     if not url or not model:
         print("gpufleet bench: give --url and --model, -i INVENTORY, or --calibration", file=sys.stderr)
         return EXIT_USAGE

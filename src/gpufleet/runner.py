@@ -219,19 +219,19 @@ def inventory_vars(inventory: Path, host: str = "localhost") -> dict[str, Any]:
     return dict(VariableManager(loader=loader, inventory=manager).get_vars(host=found, include_hostvars=False))
 
 
-def bench_target(inventory: Path) -> tuple[str, str, str | None] | None:
-    """The endpoint to benchmark, from the inventory: the first OpenAI-style gpufleet_inference_endpoints
-    entry, as (url, model, api_key or None)."""
-    for endpoint in inventory_vars(inventory).get("gpufleet_inference_endpoints") or []:
+def bench_target(variables: dict[str, Any]) -> tuple[str, str, str | None] | None:
+    """The endpoint to benchmark, from an inventory's variables (inventory_vars): the first OpenAI-style
+    gpufleet_inference_endpoints entry, as (url, model, api_key or None)."""
+    for endpoint in variables.get("gpufleet_inference_endpoints") or []:
         if endpoint.get("kind", "openai") == "openai":
             return str(endpoint["url"]), str(endpoint["model"]), endpoint.get("api_key")
     return None
 
 
-def inventory_prometheus_url(inventory: Path) -> str | None:
-    """The main cluster's Prometheus the inventory names (gpufleet_prometheus_url), when it is a plain
-    URL rather than a template only a play can resolve."""
-    value = inventory_vars(inventory).get("gpufleet_prometheus_url")
+def inventory_prometheus_url(variables: dict[str, Any]) -> str | None:
+    """The main cluster's Prometheus an inventory's variables name (gpufleet_prometheus_url), when it is
+    a plain URL rather than a template only a play can resolve."""
+    value = variables.get("gpufleet_prometheus_url")
     return value if isinstance(value, str) and value.startswith(("http://", "https://")) else None
 
 

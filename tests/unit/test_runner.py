@@ -131,7 +131,7 @@ def test_a_failed_check_without_parts_is_a_failed_row():
 
 
 def test_the_bench_target_comes_from_the_inventory(tmp_path):
-    from gpufleet.runner import bench_target
+    from gpufleet.runner import bench_target, inventory_vars
 
     (tmp_path / "group_vars").mkdir()
     (tmp_path / "hosts.yml").write_text("all:\n  hosts:\n    localhost:\n")
@@ -140,20 +140,20 @@ def test_the_bench_target_comes_from_the_inventory(tmp_path):
         "  - {name: triton, url: 'http://t:8000', model: resnet, kind: kserve_v2}\n"
         "  - {name: vllm, url: 'http://v:8000', model: opt}\n"
     )
-    assert bench_target(tmp_path) == ("http://v:8000", "opt", None)
+    assert bench_target(inventory_vars(tmp_path)) == ("http://v:8000", "opt", None)
     (tmp_path / "group_vars" / "all.yml").write_text("other: 1\n")
-    assert bench_target(tmp_path) is None
+    assert bench_target(inventory_vars(tmp_path)) is None
 
 
 def test_the_bench_reads_the_inventorys_prometheus_unless_it_is_a_template(tmp_path):
-    from gpufleet.runner import inventory_prometheus_url
+    from gpufleet.runner import inventory_prometheus_url, inventory_vars
 
     (tmp_path / "group_vars").mkdir()
     (tmp_path / "hosts.yml").write_text("all:\n  hosts:\n    localhost:\n")
     (tmp_path / "group_vars" / "all.yml").write_text("gpufleet_prometheus_url: http://10.0.0.5:30090\n")
-    assert inventory_prometheus_url(tmp_path) == "http://10.0.0.5:30090"
+    assert inventory_prometheus_url(inventory_vars(tmp_path)) == "http://10.0.0.5:30090"
     (tmp_path / "group_vars" / "all.yml").write_text("gpufleet_prometheus_url: \"{{ lookup('env', 'P') }}\"\n")
-    assert inventory_prometheus_url(tmp_path) is None
+    assert inventory_prometheus_url(inventory_vars(tmp_path)) is None
 
 
 def test_verify_rows_fit_the_run_summary_schema():
