@@ -5,7 +5,7 @@ export PATH := $(CURDIR)/.venv/bin:$(PATH)
 export CONTAINERS_CONF := $(CURDIR)/.lab/containers.conf
 # Resolve gpufleet.platform from this checkout, never from a copy a tool installed in ~/.ansible.
 export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/collections
-PLAYBOOKS := site.yml $(wildcard playbooks/*.yml)
+PLAYBOOKS := site.yml lab/site.yml $(wildcard playbooks/*.yml)
 
 .PHONY: setup demo test quick lint unit integration engines engine-tests lab-tests k8s k8s-tests molecule lab-up lab-down collection
 

@@ -26,7 +26,8 @@ from pathlib import Path
 
 import yaml
 
-from gpufleet import fixture_image, lab, runner
+from gpufleet import lab, runner
+from gpufleet.lab import fixture_image
 
 LAYERS, LAYER_MIB = 4, 80
 IMAGE_MIB = LAYERS * LAYER_MIB

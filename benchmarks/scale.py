@@ -25,7 +25,8 @@ from typing import Any
 
 import yaml
 
-from gpufleet import lab, labk8s, runner
+from gpufleet import lab, runner
+from gpufleet.lab import k8s as labk8s
 
 NODE_PLAYS = "all:!localhost"  # site.yml without the plays that talk to cluster APIs
 
@@ -114,9 +115,9 @@ def measure(gpu_nodes: int) -> dict[str, Any]:
     started = time.monotonic()
     lab.up(inventory)
     lab_up_s = time.monotonic() - started
-    first_s, first_mib, first_problems = timed_run("site.yml", inventory.parent)
+    first_s, first_mib, first_problems = timed_run(lab.PLAYBOOK, inventory.parent)
     per_role: collections.Counter[tuple[str, str, bool]] = collections.Counter()
-    noop_s, noop_mib, noop_problems = timed_run("site.yml", inventory.parent, per_role)
+    noop_s, noop_mib, noop_problems = timed_run(lab.PLAYBOOK, inventory.parent, per_role)
     # Two floors: one ping per task result (a skipped task counts as one), and the
     # stricter one, one ping per task that ran (skipped tasks count for nothing).
     every_task: dict[str, int] = collections.Counter()
@@ -163,7 +164,7 @@ def main() -> int:
         if extra:
             lab.podman("rm", "-f", "-t", "2", *extra)
         lab.up()
-        runner.run_playbook("site.yml", lab.LAB_INVENTORY.parent, quiet=True)
+        runner.run_playbook(lab.PLAYBOOK, lab.LAB_INVENTORY.parent, quiet=True)
     print(f"{'nodes':>5} {'first s':>8} {'no-op s':>8} {'floor s':>8} {'no-op/floor':>11} {'ran floor s':>11}"
           f" {'no-op/ran floor':>15} {'peak MiB':>9}  problems")  # fmt: skip
     for r in results:

@@ -37,14 +37,14 @@ def sample_count() -> int:
 
 def main() -> None:
     lab.up()
-    assert runner.run_playbook("site.yml", lab.LAB_INVENTORY.parent, quiet=True).ok
+    assert runner.run_playbook(lab.PLAYBOOK, lab.LAB_INVENTORY.parent, quiet=True).ok
     # Reset: no tunnel, no discovered targets, empty TSDB, so the next converge starts from nothing.
     in_host(
         "m1",
         "systemctl stop gpufleet-tunnel@gpu1 prometheus && rm -rf /var/lib/prometheus/metrics2/*"
         " /etc/prometheus/kubernetes/*.json && systemctl start prometheus",
     )
-    summary = runner.run_playbook("site.yml", lab.LAB_INVENTORY.parent, quiet=True)
+    summary = runner.run_playbook(lab.PLAYBOOK, lab.LAB_INVENTORY.parent, quiet=True)
     converged = time.monotonic()
     assert summary.ok, summary.failures
     while sample_count() == 0:

@@ -41,7 +41,7 @@ def main() -> None:
     parser.add_argument("--outages", default="60,300,1800", help="outage lengths in seconds")
     args = parser.parse_args()
     lab.up()
-    assert runner.run_playbook("site.yml", lab.LAB_INVENTORY.parent, quiet=True).ok
+    assert runner.run_playbook(lab.PLAYBOOK, lab.LAB_INVENTORY.parent, quiet=True).ok
     wait_for_tunnel()
     print(f"{'outage s':>9} {'tunnel back s':>14} {'fresh sample s':>15}")
     for outage in (int(x) for x in args.outages.split(",")):

@@ -18,11 +18,15 @@ export ANSIBLE_FORCE_COLOR=0 PY_COLORS=0
 logs=$repo/.cache/molecule
 mkdir -p "$logs"
 
+role_dir() {  # role: the product's (roles/) or the lab's (lab/roles/)
+  if [ -d "$repo/roles/$1" ]; then echo "$repo/roles/$1"; else echo "$repo/lab/roles/$1"; fi
+}
+
 scenario() {  # role/scenario [log]
   local role=${1%%/*} name=${1##*/} started=$SECONDS
   echo "=== molecule: $role ($name)"
   # To its log file when given (not `> /dev/stdout`: when stdout is a file, that truncates it).
-  if (cd "$repo/roles/$role" || exit 1
+  if (cd "$(role_dir "$role")" || exit 1
       [ -z "${2:-}" ] || exec > "$2" 2>&1
       molecule -c "$repo/molecule/config.yml" test -s "$name"); then
     echo "=== molecule: $role ($name) passed in $((SECONDS - started)) s"
@@ -43,9 +47,11 @@ worker() {  # role/scenario...: runs those not claimed yet, stops at its first f
 
 cluster=() hosts=()
 roles=("$@")
-[ ${#roles[@]} -gt 0 ] || for dir in "$repo"/roles/*/molecule; do roles+=("$(basename "$(dirname "$dir")")"); done
+[ ${#roles[@]} -gt 0 ] || for dir in "$repo"/roles/*/molecule "$repo"/lab/roles/*/molecule; do
+  roles+=("$(basename "$(dirname "$dir")")")
+done
 for role in "${roles[@]}"; do
-  for file in "$repo/roles/$role"/molecule/*/molecule.yml; do
+  for file in "$(role_dir "$role")"/molecule/*/molecule.yml; do
     entry=$role/$(basename "$(dirname "$file")")
     if grep -q "managed: false" "$file"; then cluster+=("$entry"); else hosts+=("$entry"); fi
   done

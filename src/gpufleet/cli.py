@@ -18,7 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gpufleet import calibration_server, display, lab, labk8s, report, runner
+from gpufleet import calibration_server, display, lab, report, runner
+from gpufleet.lab import k8s as labk8s
 from gpufleet.lib import bench_telemetry, llm_bench
 
 EXIT_OK, EXIT_USAGE, EXIT_FAILED, EXIT_UNREACHABLE, EXIT_LAB, EXIT_CANCELLED = 0, 2, 3, 4, 5, 130
@@ -120,12 +121,27 @@ def _run_playbook(
     return EXIT_OK if summary.ok else EXIT_FAILED
 
 
+def _site_playbook(args: argparse.Namespace) -> str | None:
+    """site.yml, or the inventory's own (gpufleet_site_playbook: the lab's adds its stand-ins)."""
+    inventory = Path(args.inventory)
+    if not inventory.exists():
+        return "site.yml"  # _run_playbook names the missing inventory
+    try:
+        playbook: str = runner.site_playbook(runner.inventory_vars(inventory))
+    except ValueError as error:
+        print(f"gpufleet: {error}", file=sys.stderr)
+        return None
+    return playbook
+
+
 def cmd_up(args: argparse.Namespace) -> int:
-    return _run_playbook(args, "site.yml", check=args.check)
+    playbook = _site_playbook(args)
+    return EXIT_USAGE if playbook is None else _run_playbook(args, playbook, check=args.check)
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    return _run_playbook(args, "site.yml", check=True, plan=True)
+    playbook = _site_playbook(args)
+    return EXIT_USAGE if playbook is None else _run_playbook(args, playbook, check=True, plan=True)
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -243,7 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_lab.set_defaults(func=cmd_lab)
 
     for name, func, help_text in (
-        ("up", cmd_up, "converge site.yml on an inventory"),
+        ("up", cmd_up, "converge site.yml (or the inventory's gpufleet_site_playbook) on an inventory"),
         ("plan", cmd_plan, "check and diff site.yml: what would change, per host and role"),
         ("verify", cmd_verify, "run the verification playbook"),
     ):

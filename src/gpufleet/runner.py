@@ -12,8 +12,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from gpufleet.lab import REPO_ROOT
-
+# The checkout: the playbooks, inventories and roles the CLI runs.
+REPO_ROOT = Path(__file__).resolve().parents[2]
 RUNS_DIR = REPO_ROOT / "runs"
 CHECK_PREFIX = "Check: "
 SUMMARY_FILE = "summary.json"
@@ -226,6 +226,17 @@ def bench_target(variables: dict[str, Any]) -> tuple[str, str, str | None] | Non
         if endpoint.get("kind", "openai") == "openai":
             return str(endpoint["url"]), str(endpoint["model"]), endpoint.get("api_key")
     return None
+
+
+def site_playbook(variables: dict[str, Any]) -> str:
+    """The playbook `gpufleet up` and `plan` run on an inventory: site.yml, or the one its
+    gpufleet_site_playbook names (relative to the checkout; the built-in lab's is lab/site.yml).
+    Raises ValueError, naming the variable, for a path outside the checkout or missing."""
+    value = variables.get("gpufleet_site_playbook", "site.yml")
+    path = (REPO_ROOT / str(value)).resolve()
+    if not isinstance(value, str) or not path.is_relative_to(REPO_ROOT) or not path.is_file():
+        raise ValueError(f"gpufleet_site_playbook={value!r}: not a playbook in {REPO_ROOT}")
+    return value
 
 
 def inventory_prometheus_url(variables: dict[str, Any]) -> str | None:

@@ -25,8 +25,8 @@ import pytest
 import yaml
 from ansible_collections.gpufleet.platform.plugins.filter.manifests import k8s_manifest_objects
 
-from gpufleet import labk8s
 from gpufleet.lab import REPO_ROOT, charts_dir
+from gpufleet.lab import k8s as labk8s
 
 HELM = labk8s.bin_dir() / "helm"
 CHARTS = charts_dir()

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from kubernetes import client, config
 
-from gpufleet import labk8s
+from gpufleet.lab import k8s as labk8s
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,8 @@ from kubernetes import client
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import DynamicApiError
 
-from gpufleet import labk8s, labnodes
+from gpufleet.lab import k8s as labk8s
+from gpufleet.lab import nodes as labnodes
 
 
 def apply(api, body: dict, namespace: str):

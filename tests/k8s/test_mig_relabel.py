@@ -12,8 +12,8 @@ from pathlib import Path
 import yaml
 from kubernetes import client
 
-from gpufleet import labk8s
 from gpufleet.lab import REPO_ROOT
+from gpufleet.lab import k8s as labk8s
 
 PLAYBOOK = Path(__file__).parent / "playbooks" / "mig_relabel.yml"
 NODE = "mig-relabel-a"

@@ -24,8 +24,9 @@ from conftest import wait_for
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from gpufleet import labk8s, labnodes
 from gpufleet.lab import LAB_INVENTORY, REPO_ROOT, charts_dir, lab_dir
+from gpufleet.lab import k8s as labk8s
+from gpufleet.lab import nodes as labnodes
 
 PLAYBOOK = Path(__file__).parent / "playbooks" / "prometheus_operator.yml"
 NODE_PORT = 30190  # beside the lab's own release

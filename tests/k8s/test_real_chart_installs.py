@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from gpufleet import labk8s, labnodes
 from gpufleet.lab import LAB_INVENTORY, REPO_ROOT, charts_dir
+from gpufleet.lab import k8s as labk8s
+from gpufleet.lab import nodes as labnodes
 
 PLAYBOOK = Path(__file__).parent / "playbooks" / "monitoring_chart.yml"
 HELM = labk8s.bin_dir() / "helm"

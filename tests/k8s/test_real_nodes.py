@@ -17,8 +17,10 @@ import yaml
 from conftest import wait_for
 from kubernetes import client
 
-from gpufleet import lab, labk8s, labnodes
+from gpufleet import lab
 from gpufleet.lab import REPO_ROOT
+from gpufleet.lab import k8s as labk8s
+from gpufleet.lab import nodes as labnodes
 
 ROLE = "gpufleet.platform.node_drain"
 TOLERATION = {"key": labnodes.TAINT["key"], "operator": "Exists", "effect": "NoSchedule"}

@@ -44,7 +44,7 @@ def wait_for_tunnel(timeout: float = 30) -> float:
 def converged() -> runner.Summary:
     if not lab.running_hosts():
         pytest.fail("the lab is down: run `gpufleet lab up` (make lab-tests does)")
-    summary = runner.run_playbook("site.yml", lab.LAB_INVENTORY.parent, quiet=True)
+    summary = runner.run_playbook(lab.PLAYBOOK, lab.LAB_INVENTORY.parent, quiet=True)
     assert summary.ok, summary.failures
     return summary
 
@@ -68,4 +68,4 @@ def second_gpu_node(converged):
     lab.podman("rm", "-f", "-t", "2", lab.CONTAINER_PREFIX + "gpu2")
     lab.up()  # known_hosts back to the lab's own hosts
     # The next converge on the lab inventory removes gpu2's tunnel and target.
-    assert runner.run_playbook("site.yml", lab.LAB_INVENTORY.parent, quiet=True).ok
+    assert runner.run_playbook(lab.PLAYBOOK, lab.LAB_INVENTORY.parent, quiet=True).ok

@@ -158,7 +158,7 @@ def test_live_display_in_a_real_terminal_fits_the_width_and_redraws_in_place(con
         hosts = [line.split()[0] for line in progress]
         assert len(hosts) == len(set(hosts)), frame
         assert all(len(line) <= width - 1 for line in progress), frame
-        before_summary = frame[: next((i for i, ln in enumerate(frame) if ln.startswith("site.yml:")), len(frame))]
+        before_summary = frame[: next((i for i, ln in enumerate(frame) if ln.startswith(f"{lab.PLAYBOOK}:")), len(frame))]
         stray = [ln for ln in before_summary if ln.strip() and not PROGRESS.match(ln)]
         assert not stray, f"partial or stray lines in the display: {stray}"
     assert re.search(r"^m1 +(\d+)/\1 tasks .* done$", final, re.M), final
@@ -199,7 +199,7 @@ def test_verify_and_bench_reach_the_deployed_vllm(converged, tmp_path):
     the inventory's Prometheus."""
     from kubernetes import client, config
 
-    from gpufleet import labk8s
+    from gpufleet.lab import k8s as labk8s
 
     core = client.CoreV1Api(config.new_client_from_config(str(labk8s.kubeconfig_path("gpu"))))
     [pod] = core.list_namespaced_pod("inference", label_selector="app.kubernetes.io/name=vllm").items

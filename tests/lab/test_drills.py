@@ -55,7 +55,7 @@ def test_gpu_node_rebooted_mid_converge_then_a_rerun_completes(converged):
     # The operator re-runs once the node is back, as after a real reboot.
     gpu1 = next(h for h in lab.load_hosts() if h.name == "gpu1")
     lab.wait_for_sshd(gpu1, time.monotonic() + 120)
-    again = runner.run_playbook("site.yml", lab.LAB_INVENTORY.parent, quiet=True)
+    again = runner.run_playbook(lab.PLAYBOOK, lab.LAB_INVENTORY.parent, quiet=True)
     assert again.ok, again.failures
     wait_for_tunnel(timeout=60)
     report = pv.verify(PROMETHEUS, "gpufleet-dcgm", pv.dcgm_profile(), ["gpu1"], max_age_s=15, timeout_s=60)

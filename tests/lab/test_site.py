@@ -4,7 +4,7 @@ from gpufleet import lab, runner
 
 
 def test_second_converge_changes_nothing(converged):
-    again = runner.run_playbook("site.yml", lab.LAB_INVENTORY.parent, quiet=True)
+    again = runner.run_playbook(lab.PLAYBOOK, lab.LAB_INVENTORY.parent, quiet=True)
     assert again.ok
     # m1 and gpu1 over SSH, localhost for the cluster roles applied through the lab API.
     changed = {host: counts.get("changed", 0) for host, counts in again.hosts.items()}
@@ -12,6 +12,6 @@ def test_second_converge_changes_nothing(converged):
 
 
 def test_check_mode_after_converge_reports_no_change(converged):
-    check = runner.run_playbook("site.yml", lab.LAB_INVENTORY.parent, check=True, quiet=True)
+    check = runner.run_playbook(lab.PLAYBOOK, lab.LAB_INVENTORY.parent, check=True, quiet=True)
     assert check.ok
     assert sum(counts.get("changed", 0) for counts in check.hosts.values()) == 0

@@ -11,7 +11,7 @@ import yaml
 from ansible_collections.gpufleet.platform.plugins.module_utils import validate
 
 REPO = Path(__file__).resolve().parents[2]
-SPECS = sorted(REPO.glob("roles/*/meta/argument_specs.yml"))
+SPECS = sorted([*REPO.glob("roles/*/meta/argument_specs.yml"), *REPO.glob("lab/roles/*/meta/argument_specs.yml")])
 
 
 def options_of(spec_file: Path) -> dict[str, dict[str, Any]]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ansible_collections.gpufleet.platform.plugins.module_utils import dcgm
 
-SCRIPT = Path(__file__).resolve().parents[2] / "roles/lab_dcgm_fixture_exporter/files/dcgm_fixture_exporter.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "lab/roles/lab_dcgm_fixture_exporter/files/dcgm_fixture_exporter.py"
 
 
 def load():

@@ -12,7 +12,7 @@ import yaml
 from gpufleet.lab import REPO_ROOT
 
 INVENTORIES = REPO_ROOT / "inventories"
-# Groups the lab lacks, and why. Lab-only groups are named lab_* (playbooks/lab_*.yml use them).
+# Groups the lab lacks, and why. Lab-only groups are named lab_* (lab/site.yml uses them).
 NOT_IN_THE_LAB = {
     "k3s_nodes": "k3s cannot be had here (no release binary, no source): the lab's GPU cluster is a "
     "control plane built from Kubernetes' modules, with real kubelet nodes",

@@ -68,7 +68,7 @@ def test_a_large_lab_raises_the_inotify_limit_and_a_small_one_leaves_it(tmp_path
 
 
 def test_real_nodes_have_their_own_addresses_and_pod_subnets():
-    from gpufleet import labnodes
+    from gpufleet.lab import nodes as labnodes
 
     hosts = {h.address for h in lab.load_hosts()} | {
         str(ipaddress.ip_network(lab.SUBNET)[20 + i]) for i in range(1, 201)
@@ -82,7 +82,7 @@ def test_real_nodes_have_their_own_addresses_and_pod_subnets():
 
 
 def test_real_node_configuration_parses_and_keeps_what_this_machine_needs():
-    from gpufleet import labnodes
+    from gpufleet.lab import nodes as labnodes
 
     containerd = tomllib.loads(labnodes.containerd_config())["plugins"]
     # No process here may lower its OOM score (no CAP_SYS_RESOURCE): containerd must not ask.

@@ -3,6 +3,8 @@
 import json
 from pathlib import Path
 
+import pytest
+
 from gpufleet.runner import Summary, Tracker, _failures_from_event
 
 
@@ -187,3 +189,21 @@ def test_health_gate_rows_one_per_check():
         ("GPU health gate: dcgm_diag", "skipped"),
     ]
     assert rows[1].detail == "warning: active: sw_power_cap"
+
+
+def test_site_playbook_is_site_yml_or_the_inventorys_own_inside_the_checkout():
+    from gpufleet import runner
+
+    assert runner.site_playbook({}) == "site.yml"
+    assert runner.site_playbook({"gpufleet_site_playbook": "lab/site.yml"}) == "lab/site.yml"
+    for bad in ("../site.yml", "/etc/passwd", "playbooks/nothing.yml", ["site.yml"]):
+        with pytest.raises(ValueError, match="gpufleet_site_playbook="):
+            runner.site_playbook({"gpufleet_site_playbook": bad})
+
+
+def test_the_lab_inventory_runs_the_lab_playbook_and_site_yml_has_no_lab_play():
+    from gpufleet import lab, runner
+
+    assert runner.site_playbook(runner.inventory_vars(lab.LAB_INVENTORY.parent)) == lab.PLAYBOOK
+    production = (runner.REPO_ROOT / "site.yml").read_text()
+    assert "lab_" not in production and "lab/" not in production

@@ -4,7 +4,7 @@ No public registry is reachable here, so the mirror and prepull tests and benchm
 build their own image: `layers` layers of `layer_mb` MiB each, from scratch, built
 with podman and pushed over plain HTTP to a registry in the lab.
 
-    python -m gpufleet.fixture_image --layers 4 --layer-mb 80 10.213.7.31:5000/gpufleet/prepull-fixture:320m
+    python -m gpufleet.lab.fixture_image --layers 4 --layer-mb 80 10.213.7.31:5000/gpufleet/prepull-fixture:320m
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ CALIBRATION_IMAGE = "localhost/gpufleet-lab/calibration-server:1"
 # The lab's dcgm-exporter image: the FIXTURE exporter (no GPU here), run by the dcgm_exporter role's
 # DaemonSet with dcgm-exporter's own flags and environment.
 DCGM_FIXTURE_IMAGE = "localhost/gpufleet-lab/dcgm-exporter-fixture:1"
-DCGM_FIXTURE_EXPORTER = lab.REPO_ROOT / "roles/lab_dcgm_fixture_exporter/files/dcgm_fixture_exporter.py"
+DCGM_FIXTURE_EXPORTER = lab.REPO_ROOT / "lab/roles/lab_dcgm_fixture_exporter/files/dcgm_fixture_exporter.py"
 POD_CIDR = "10.244.0.0/16"
 IMAGE_STAMPS = "/var/lib/gpufleet-lab/images"
 # What the GPU cluster's real nodes advertise, one each (labk8s._advertise_gpu): the device plugin's name.
@@ -369,7 +369,7 @@ def build_images(binaries: Path) -> dict[str, Path]:
         if _stale(archives[name], binary):
             _binary_image(name, binary, path, archives[name])
     for name, source, containerfile in (
-        (CALIBRATION_IMAGE, Path(__file__).with_name("calibration_server.py"), CALIBRATION_CONTAINERFILE),
+        (CALIBRATION_IMAGE, Path(__file__).parents[1] / "calibration_server.py", CALIBRATION_CONTAINERFILE),
         (DCGM_FIXTURE_IMAGE, DCGM_FIXTURE_EXPORTER, DCGM_FIXTURE_CONTAINERFILE),
     ):
         archives[name] = out / (name.rsplit("/", 1)[1].replace(":", "-") + ".tar")

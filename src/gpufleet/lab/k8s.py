@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpufleet import lab, labnodes
+from gpufleet import lab
 from gpufleet.lab import REPO_ROOT, LabError, lab_dir
+from gpufleet.lab import nodes as labnodes
 
 K8S_VERSION = os.environ.get("K8S_VERSION", "1.36.3")
 SERVICE_CIDR = "10.96.0.0/16"

@@ -25,8 +25,11 @@ from typing import Protocol
 
 import yaml
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from gpufleet.runner import REPO_ROOT
+
 LAB_INVENTORY = REPO_ROOT / "inventories" / "lab" / "hosts.yml"
+# The lab's playbook: site.yml and the lab's stand-ins (the lab inventory's gpufleet_site_playbook).
+PLAYBOOK = "lab/site.yml"
 DEBIAN_REQUIREMENTS = REPO_ROOT / "requirements" / "debian.txt"
 NETWORK = "gpufleet-lab"
 SUBNET = "10.213.7.0/24"
