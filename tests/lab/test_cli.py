@@ -158,7 +158,8 @@ def test_live_display_in_a_real_terminal_fits_the_width_and_redraws_in_place(con
         hosts = [line.split()[0] for line in progress]
         assert len(hosts) == len(set(hosts)), frame
         assert all(len(line) <= width - 1 for line in progress), frame
-        before_summary = frame[: next((i for i, ln in enumerate(frame) if ln.startswith(f"{lab.PLAYBOOK}:")), len(frame))]
+        summary_at = next((i for i, ln in enumerate(frame) if ln.startswith(f"{lab.PLAYBOOK}:")), len(frame))
+        before_summary = frame[:summary_at]
         stray = [ln for ln in before_summary if ln.strip() and not PROGRESS.match(ln)]
         assert not stray, f"partial or stray lines in the display: {stray}"
     assert re.search(r"^m1 +(\d+)/\1 tasks .* done$", final, re.M), final
