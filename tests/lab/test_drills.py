@@ -1,8 +1,12 @@
-"""Fault drills on the lab: Prometheus restarted, a GPU node rebooted in the middle of a converge."""
+"""Fault drills on the lab: Prometheus restarted, a GPU node rebooted in the middle of a converge, an
+image missing from the mirror, a GPU node's kubelet stopped, the Prometheus Operator restarted in the
+middle of a converge. Each run that cannot finish names its cause (not a bare timeout), and the next
+run completes."""
 
 import json
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 
@@ -62,3 +66,83 @@ def test_gpu_node_rebooted_mid_converge_then_a_rerun_completes(converged):
     assert report.ok, report.failures
     # Nothing was duplicated by the interrupted run.
     assert len(in_host("gpu1", "cat /var/lib/gpufleet-tunnel/.ssh/authorized_keys").stdout.splitlines()) == 1
+
+
+GPU_NODE = "worker-gpu1"  # the GPU cluster's real node, where the lab's vLLM runs
+
+
+def gpu_workloads(**extravars) -> runner.Summary:
+    """The GPU cluster's plays of site.yml (the GPU Operator, the DCGM exporter, vLLM)."""
+    return runner.run_playbook("playbooks/gpu_cluster.yml", lab.LAB_INVENTORY.parent, quiet=True, extravars=extravars)
+
+
+def vllm_failure(summary: runner.Summary) -> str:
+    assert not summary.ok, "the run completed"
+    messages = [f.message for f in summary.failures if f.host == "localhost"]
+    assert len(messages) == 1, summary.failures
+    return " ".join(messages[0].split())
+
+
+def test_an_image_missing_from_the_mirror_is_named_then_a_rerun_completes(converged):
+    """vLLM's image is nowhere the node can pull it from: the run names the pod, the node, the image
+    and containerd's error within minutes (not after vllm_startup_timeout_minutes)."""
+    missing = "localhost/gpufleet-lab/not-in-the-mirror:1"
+    started = time.monotonic()
+    message = vllm_failure(gpu_workloads(vllm_image=missing))
+    print(f"named in {time.monotonic() - started:.0f} s: {message}")
+    assert "Deployment inference/vllm cannot roll out" in message
+    assert f"on node {GPU_NODE}: image {missing} cannot be pulled" in message
+    assert "ErrImagePull" in message or "ImagePullBackOff" in message
+    assert time.monotonic() - started < 240
+    again = gpu_workloads()
+    assert again.ok, again.failures
+
+
+def test_a_gpu_nodes_kubelet_stopped_is_named_then_a_rerun_completes(converged):
+    """The node's kubelet stops; a new vLLM pod template (Recreate: the old pod must go first) cannot
+    roll out. The run names the node and its stale lease; with the kubelet back, a re-run completes."""
+    in_host(GPU_NODE, "systemctl stop kubelet")
+    try:
+        started = time.monotonic()
+        message = vllm_failure(gpu_workloads(vllm_extra_args=["--seed", "7"]))
+        print(f"named in {time.monotonic() - started:.0f} s: {message}")
+    finally:
+        in_host(GPU_NODE, "systemctl start kubelet")
+    assert "Deployment inference/vllm cannot roll out" in message
+    assert f"on node {GPU_NODE}" in message
+    assert "has not renewed the node's lease" in message or "NotReady" in message
+    again = gpu_workloads()
+    assert again.ok, again.failures
+
+
+def test_the_operator_restarted_mid_converge_then_a_rerun_completes(converged):
+    """The Prometheus Operator's pod is deleted while a converge changes what it reconciles (the scrape
+    interval): that run completes or names its cause, the next completes, and Prometheus runs the change."""
+    from kubernetes import client, config
+
+    core = client.CoreV1Api(config.new_client_from_config(str(lab.lab_dir() / "k8s/main/admin.kubeconfig")))
+    selector = "app=kube-prometheus-stack-operator"
+    assert core.list_namespaced_pod("monitoring", label_selector=selector).items, "no operator pod"
+    outcome: dict[str, runner.Summary] = {}
+
+    def converge(interval: str) -> runner.Summary:
+        extravars = {"monitoring_scrape_interval": interval}
+        return runner.run_playbook(
+            "playbooks/main_cluster.yml", lab.LAB_INVENTORY.parent, quiet=True, extravars=extravars
+        )
+
+    thread = threading.Thread(target=lambda: outcome.update(first=converge("6s")))
+    thread.start()
+    time.sleep(15)  # into the chart's upgrade
+    for pod in core.list_namespaced_pod("monitoring", label_selector=selector).items:
+        core.delete_namespaced_pod(pod.metadata.name, "monitoring")
+    thread.join(timeout=600)
+    first = outcome["first"]
+    assert first.ok or all(f.message.strip() for f in first.failures), first.failures
+    try:
+        again = converge("6s")
+        assert again.ok, again.failures
+        with urllib.request.urlopen(f"{PROMETHEUS}/api/v1/status/config", timeout=5) as response:
+            assert "scrape_interval: 6s" in json.loads(response.read())["data"]["yaml"]
+    finally:
+        assert converge("5s").ok
