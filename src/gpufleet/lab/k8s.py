@@ -316,9 +316,12 @@ def _wait_ready(state: Path, cluster: Cluster, deadline: float) -> None:
     raise LabError(f"kube-apiserver not ready ({last}); see {state}/kube-apiserver.log")
 
 
-def up(timeout: float = 120) -> Path:
+def up(timeout: float = 180) -> Path:
     """Start both clusters (building nothing: run scripts/build-lab-k8s.sh first); return the main
-    cluster's kubeconfig (the GPU cluster's is kubeconfig_path("gpu"))."""
+    cluster's kubeconfig (the GPU cluster's is kubeconfig_path("gpu")). `timeout` is for the control
+    planes, and again for the real nodes once their images are built (a clean checkout builds them
+    first: on a busy 2-core machine that took the whole of a single deadline, and a node was marked
+    Ready just after it)."""
     missing = [c for c in COMPONENTS if not (bin_dir() / c).exists()]
     if missing:
         raise LabError(f"missing {', '.join(missing)} in {bin_dir()}: run scripts/build-lab-k8s.sh")
@@ -341,6 +344,7 @@ def up(timeout: float = 120) -> Path:
     for cluster in CLUSTERS.values():
         _ensure_nodes_and_crds(cluster, deadline)
     archives = labnodes.build_images(bin_dir())
+    deadline = time.monotonic() + timeout
     for node in labnodes.REAL_NODES:
         _join_real_node(CLUSTERS[node.cluster], node, archives, deadline)
     lab.pin_host_keys(labnodes.REAL_NODES, deadline)
