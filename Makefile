@@ -45,7 +45,7 @@ integration: k8s
 	pytest -q tests/integration tests/accuracy
 
 # The real serving engines the benchmark is tested against (transformers serve on CPU), each in
-# its own virtualenv under .cache/engines: a few minutes the first time, then nothing.
+# its own virtualenv in the user cache (linked from .cache/engines): a few minutes the first time, then nothing.
 engines:
 	scripts/setup-engines.sh
 

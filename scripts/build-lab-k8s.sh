@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build the lab's Kubernetes tools from Go modules, at pinned versions, into
-# .cache/k8s/<k8s version>/bin (kept between runs: a second run does nothing).
+# .cache/k8s/<k8s version>/bin, a link to the user cache (kept between runs and clones: a second run does nothing).
 #
 #   kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd  (k8s.io/kubernetes)
 #   kubelet, kube-proxy (k8s.io/kubernetes), containerd, its runc shim and ctr (the lab's real nodes)
@@ -40,6 +40,18 @@ github.com/prometheus-operator/prometheus-operator/pkg/client h1:IqbpBVUahr2978v
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 out=${GPUFLEET_K8S_DIR:-$repo/.cache/k8s/$K8S_VERSION}
+if [ -z "${GPUFLEET_K8S_DIR:-}" ]; then
+  # The binaries live in the user's cache, per Kubernetes version, and .cache/k8s/<version> links to
+  # them: a fresh clone (CI's) links instead of linking every binary again (about 2 minutes).
+  store=${GPUFLEET_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/gpufleet}/k8s/$K8S_VERSION
+  mkdir -p "$(dirname "$store")" "$(dirname "$out")"
+  # A checkout that built before this moves its binaries there rather than building them again.
+  if [ -d "$out" ] && [ ! -L "$out" ]; then
+    if [ -e "$store" ]; then rm -rf "$out"; else mv "$out" "$store"; fi
+  fi
+  mkdir -p "$store"
+  ln -sfn "$store" "$out"
+fi
 bin=$out/bin
 mkdir -p "$bin" "$out/crds"
 stamp=$out/.built-$KWOK_VERSION-$HELM_VERSION-$CONTROLLER_TOOLS_VERSION-$PROMETHEUS_OPERATOR_VERSION
