@@ -13,7 +13,7 @@ module and the unit tests run the very same code.
 from __future__ import annotations
 
 import datetime
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 # Waiting reasons no retry can fix: the pod spec itself is wrong.
@@ -39,13 +39,6 @@ class Problem:
     def describe(self) -> str:
         where = f" on node {self.node}" if self.node else ""
         return f"pod {self.pod}{where}: {self.reason}: {self.message}"
-
-
-@dataclass
-class Progress:
-    done: bool
-    summary: str
-    problems: list[Problem] = field(default_factory=list)
 
 
 def _int(value: Any) -> int:
