@@ -17,6 +17,8 @@ export CONTAINERS_CONF=${CONTAINERS_CONF:-$repo/.lab/containers.conf}
 export ANSIBLE_FORCE_COLOR=0 PY_COLORS=0
 logs=$repo/.cache/molecule
 mkdir -p "$logs"
+# The key molecule/config.yml's ssh connection into the containers uses (molecule/shared/container-sshd).
+[ -f "$logs/ssh/id_ed25519" ] || { mkdir -p -m 0700 "$logs/ssh" && ssh-keygen -q -t ed25519 -N '' -C gpufleet-molecule -f "$logs/ssh/id_ed25519"; }
 
 role_dir() {  # role: the product's (roles/) or the lab's (lab/roles/)
   if [ -d "$repo/roles/$1" ]; then echo "$repo/roles/$1"; else echo "$repo/lab/roles/$1"; fi

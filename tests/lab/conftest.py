@@ -2,12 +2,13 @@
 
 import contextlib
 import subprocess
+import sys
 import time
 import urllib.request
 
 import pytest
 
-from gpufleet import lab, runner
+from gpufleet import lab
 
 # kube-prometheus-stack's Prometheus on the main cluster's real node, as the lab inventory gives it.
 PROMETHEUS = "http://10.213.7.241:30090"
@@ -40,13 +41,23 @@ def wait_for_tunnel(timeout: float = 30) -> float:
     raise AssertionError(f"tunnel {TUNNEL_URL} not serving after {timeout}s")
 
 
+GPUFLEET = [sys.executable, "-m", "gpufleet.cli"]
+
+
+def gpufleet(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*GPUFLEET, *args], capture_output=True, text=True, timeout=timeout, cwd=lab.REPO_ROOT)
+
+
 @pytest.fixture(scope="session")
-def converged() -> runner.Summary:
+def converged() -> subprocess.CompletedProcess[str]:
+    """The session's first converge, made as a user makes it: `gpufleet --json up` on the lab
+    inventory (test_cli checks its output). Every converge costs a minute or more of CI, so the
+    tests share this one."""
     if not lab.running_hosts():
         pytest.fail("the lab is down: run `gpufleet lab up` (make lab-tests does)")
-    summary = runner.run_playbook(lab.PLAYBOOK, lab.LAB_INVENTORY.parent, quiet=True)
-    assert summary.ok, summary.failures
-    return summary
+    proc = gpufleet("--json", "up")
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return proc
 
 
 @pytest.fixture
@@ -61,11 +72,10 @@ def tunnel_ssh(converged) -> str:
 
 @pytest.fixture
 def second_gpu_node(converged):
-    """The lab inventory's directory with a second GPU node, gpu2, running; removed afterwards."""
+    """The lab inventory's directory with a second GPU node, gpu2, running; removed afterwards
+    (the test converges the lab inventory again, which removes gpu2's tunnel and target)."""
     inventory = lab.scale_inventory(2)
     lab.up(inventory)
     yield inventory.parent
     lab.podman("rm", "-f", "-t", "2", lab.CONTAINER_PREFIX + "gpu2")
     lab.up()  # known_hosts back to the lab's own hosts
-    # The next converge on the lab inventory removes gpu2's tunnel and target.
-    assert runner.run_playbook(lab.PLAYBOOK, lab.LAB_INVENTORY.parent, quiet=True).ok
