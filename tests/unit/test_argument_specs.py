@@ -90,7 +90,8 @@ def test_values_are_checked_first(spec_file):
 @pytest.mark.parametrize("spec_file", SPECS, ids=[f.parent.parent.name for f in SPECS])
 def test_preflight_checks_are_named_in_the_preflight(spec_file):
     role = spec_file.parent.parent
-    tasks = "\n".join(p.read_text() for p in (role / "tasks").glob("*.yml"))
+    # The tasks, and the role's own vars the preflight reads (telemetry_agent's credential by auth).
+    tasks = "\n".join(p.read_text() for folder in ("tasks", "vars") for p in (role / folder).glob("*.yml"))
     for name, spec in walk(options_of(spec_file)):
         if str(spec.get("check")) == "preflight":
             top = name.split(".")[0]
