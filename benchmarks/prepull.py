@@ -28,6 +28,7 @@ import yaml
 
 from gpufleet import lab, runner
 from gpufleet.lab import fixture_image
+from gpufleet.lab import k8s as labk8s
 
 LAYERS, LAYER_MIB = 4, 80
 IMAGE_MIB = LAYERS * LAYER_MIB
@@ -141,11 +142,7 @@ def main() -> int:
                 results.append(measure(mode, nodes, inv))
                 print(json.dumps(results[-1]), file=sys.stderr, flush=True)
     finally:
-        extra = [n for n in lab.running_hosts() if n not in {h.container for h in lab.load_hosts()}]
-        if extra:
-            lab.podman("rm", "-f", "-t", "2", *extra)
-        sh("m1", "systemctl disable --now docker-registry 2>/dev/null; true")
-        lab.up()  # the lab's own hosts and known_hosts again
+        labk8s.remove_plain_hosts()  # its hosts, the mirror on m1 with them
     print(f"upstream link {args.rate}, image {IMAGE_MIB} MiB ({LAYERS} layers)")
     header = ("nodes", "mode", "upstream MiB", "copies", "run s", "transfer s", "vs 1 node")
     print("{:>5} {:>7} {:>13} {:>7} {:>6} {:>10} {:>9}".format(*header))

@@ -159,12 +159,9 @@ def main() -> int:
             results.append(measure(n))
             print(json.dumps(results[-1]), file=sys.stderr, flush=True)
     finally:
-        # Back to the lab's own shape: m1 and gpu1, and a converge that drops the extra tunnels.
-        extra = [name for name in lab.running_hosts() if name not in {h.container for h in lab.load_hosts()}]
-        if extra:
-            lab.podman("rm", "-f", "-t", "2", *extra)
-        lab.up()
-        runner.run_playbook(lab.PLAYBOOK, lab.LAB_INVENTORY.parent, quiet=True)
+        # Back to the lab's own shape: its clusters' nodes, and a converge that drops the plain hosts' objects.
+        labk8s.remove_plain_hosts()
+        runner.run_playbook("site.yml", lab.LAB_INVENTORY.parent, quiet=True)
     print(f"{'nodes':>5} {'first s':>8} {'no-op s':>8} {'floor s':>8} {'no-op/floor':>11} {'ran floor s':>11}"
           f" {'no-op/ran floor':>15} {'peak MiB':>9}  problems")  # fmt: skip
     for r in results:

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Benchmark: how fast the telemetry tunnel heals after the link silently fails (not a test).
 
-On the converged lab, for each outage length, every packet between gpu1 and the tunnel host m1
-is dropped inside gpu1's network namespace (no reset, as a failed WAN link), then the link heals.
+On the converged lab, for each outage length, every packet between the GPU node (worker-gpu1) and
+the tunnel host (worker-main) is dropped inside the node's network namespace (no reset, as a failed
+WAN link), then the link heals.
 Prints, per outage: seconds from the link healing to the exporter answering through the tunnel
 (goal: 15 s, whatever the outage lasted), and to a fresh DCGM sample in Prometheus.
 
@@ -19,15 +20,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "lab"))
 
 from ansible_collections.gpufleet.platform.plugins.module_utils import prometheus_verify as pv
-from conftest import PROMETHEUS, link_outage, wait_for_tunnel
+from conftest import GPU_NODE, PROMETHEUS, link_outage, wait_for_tunnel
 
 from gpufleet import lab, runner
+from gpufleet.lab import k8s as labk8s
 
-QUERY = 'DCGM_FI_DEV_GPU_UTIL{instance="gpu1"}'
+QUERY = f'DCGM_FI_DEV_GPU_UTIL{{instance="{GPU_NODE}"}}'
 
 
 def fresh_sample_after(since: float, timeout: float = 120) -> float:
-    """Seconds from `since` until Prometheus holds a sample of gpu1 newer than it."""
+    """Seconds from `since` until Prometheus holds a sample of the GPU node newer than it."""
     while time.time() - since < timeout:
         result = pv.query(PROMETHEUS, f"timestamp({QUERY})", time.time())
         if result and float(result[0]["value"][1]) > since:
@@ -40,8 +42,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--outages", default="60,300,1800", help="outage lengths in seconds")
     args = parser.parse_args()
-    lab.up()
-    assert runner.run_playbook(lab.PLAYBOOK, lab.LAB_INVENTORY.parent, quiet=True).ok
+    labk8s.up()  # the lab inventory's hosts are the clusters' nodes
+    assert runner.run_playbook("site.yml", lab.LAB_INVENTORY.parent, quiet=True).ok
     wait_for_tunnel()
     print(f"{'outage s':>9} {'tunnel back s':>14} {'fresh sample s':>15}")
     for outage in (int(x) for x in args.outages.split(",")):

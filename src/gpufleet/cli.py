@@ -38,11 +38,14 @@ def cmd_lab(args: argparse.Namespace) -> int:
     if args.action == "up":
         started = time.monotonic()
         hosts = lab.up(inventory)
-        doc.update(hosts={h.name: h.address for h in hosts}, inventory=str(inventory.parent),
+        _, real_nodes = lab.split_hosts(inventory)
+        doc.update(hosts={h.name: h.address for h in [*hosts, *real_nodes]}, inventory=str(inventory.parent),
                    seconds=round(time.monotonic() - started, 1))  # fmt: skip
-        say(f"lab up in {doc['seconds']:.1f}s: " + ", ".join(f"{h.name} ({h.address})" for h in hosts))
+        if hosts:
+            say(f"lab up in {doc['seconds']:.1f}s: " + ", ".join(f"{h.name} ({h.address})" for h in hosts))
         say(f"inventory: {inventory.parent}")
-        if args.k8s:
+        # The inventory's hosts are the clusters' nodes: they come with the clusters.
+        if args.k8s or real_nodes:
             subprocess.run([str(lab.REPO_ROOT / "scripts" / "build-lab-k8s.sh")], check=True,
                            stdout=sys.stderr if args.json else None)  # fmt: skip
             started = time.monotonic()
@@ -252,10 +255,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", action="store_true", help="one JSON document on stdout, the display on stderr")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p_lab = sub.add_parser("lab", help="the built-in lab of podman systemd hosts")
+    p_lab = sub.add_parser("lab", help="the built-in lab: two clusters and their nodes, podman systemd hosts")
     p_lab.add_argument("action", choices=["up", "down", "status"])
-    p_lab.add_argument("--hosts", type=int, help="GPU-node hosts for a scale lab (gpu1..gpuN plus m1)")
-    p_lab.add_argument("--k8s", action="store_true", help="also the Kubernetes control plane (builds it once)")
+    p_lab.add_argument("--hosts", type=int, help="plain GPU-node hosts for a scale lab (gpu1..gpuN plus m1)")
+    # Implied by the lab inventory, whose hosts are the clusters' nodes.
+    p_lab.add_argument("--k8s", action="store_true", help="also the two clusters (built once)")
     p_lab.set_defaults(func=cmd_lab)
 
     for name, func, help_text in (

@@ -33,7 +33,9 @@ NODE_PORT = 30190  # beside the lab's own release
 NODE_EXPORTER_PORT = 9108
 TUNNEL_BASE_PORT = 19500  # the first node's tunnel is on the next port; the lab's own from 19401
 (MAIN_NODE,) = labnodes.nodes_of("main")
-GPU_NODE = labnodes.nodes_of("gpu")[0]
+# Not the lab inventory's GPU node (worker-gpu1), where the main job's exporter holds the host port.
+# The tunnel host is the main job's too: this run takes its tunnels over (a converge gives them back).
+GPU_NODE = labnodes.nodes_of("gpu")[1]
 pytestmark = pytest.mark.skipif(not charts_dir().is_dir(), reason=f"the released charts are not in {charts_dir()}")
 
 

@@ -7,12 +7,16 @@ import time
 import urllib.request
 
 import pytest
+import yaml
 
 from gpufleet import lab
 
-# kube-prometheus-stack's Prometheus on the main cluster's real node, as the lab inventory gives it.
-PROMETHEUS = "http://10.213.7.241:30090"
-TUNNEL_URL = "http://10.213.7.11:19401/metrics"
+# The lab inventory's hosts, the clusters' real nodes: the GPU node runs the dcgm_exporter role's pod
+# and vLLM; the main cluster's node runs kube-prometheus-stack's Prometheus and holds the tunnels.
+GPU_NODE, GPU_NODE_ADDRESS = "worker-gpu1", "10.213.7.242"
+TUNNEL_HOST, TUNNEL_HOST_ADDRESS = "worker-main", "10.213.7.241"
+PROMETHEUS = f"http://{TUNNEL_HOST_ADDRESS}:30090"
+TUNNEL_URL = f"http://{TUNNEL_HOST_ADDRESS}:19401/metrics"
 
 
 def in_host(name: str, command: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -22,13 +26,30 @@ def in_host(name: str, command: str, check: bool = True) -> subprocess.Completed
     return proc
 
 
-def link_outage(node: str = "gpu1", peer: str = "10.213.7.11") -> contextlib.AbstractContextManager[None]:
-    """The link between a GPU node and the tunnel host silently drops every packet."""
-    return lab.silent_link_outage(lab.CONTAINER_PREFIX + node, peer)
+# A real node's container is never restarted or stopped here: on this machine (cgroup v1, podman's
+# shared name=systemd hierarchy) that removed the other lab nodes' cgroups, and their pods stopped
+# starting. A power cycle is done inside the node: its pods killed, its services stopped, started again.
+NODE_SERVICES = "kubelet kube-proxy containerd ssh"
+
+
+def power_off(node: str) -> None:
+    """The node as a power cut leaves it: every container killed, its services stopped, SSH sessions
+    cut (Debian's ssh.service leaves them running when stopped)."""
+    in_host(node, "ctr -n k8s.io tasks ls -q | xargs -r -n1 ctr -n k8s.io tasks kill -a -s SIGKILL;"
+                  f" systemctl stop {NODE_SERVICES}; pkill -KILL -x sshd; true")  # fmt: skip
+
+
+def power_on(node: str) -> None:
+    in_host(node, f"systemctl start {NODE_SERVICES}")
+
+
+def link_outage() -> contextlib.AbstractContextManager[None]:
+    """The link between the GPU node and the tunnel host silently drops every packet."""
+    return lab.silent_link_outage(lab.CONTAINER_PREFIX + GPU_NODE, TUNNEL_HOST_ADDRESS)
 
 
 def wait_for_tunnel(timeout: float = 30) -> float:
-    """Seconds until the GPU exporter answers through the tunnel on m1."""
+    """Seconds until the GPU exporter answers through the tunnel on the tunnel host."""
     started = time.monotonic()
     while time.monotonic() - started < timeout:
         try:
@@ -62,20 +83,24 @@ def converged() -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture
 def tunnel_ssh(converged) -> str:
-    """An ssh command line on m1, as the tunnel user with the tunnel key, to gpu1."""
+    """An ssh command line on the tunnel host, as the tunnel user with the tunnel key, to the GPU node."""
     return (
         "runuser -u gpufleet-tunnel -- ssh -o BatchMode=yes -o ConnectTimeout=5 -o StrictHostKeyChecking=yes"
-        " -o UserKnownHostsFile=/var/lib/gpufleet-tunnel/.ssh/known_hosts.d/gpu1"
-        " -i /var/lib/gpufleet-tunnel/.ssh/id_ed25519 gpufleet-tunnel@10.213.7.21"
+        f" -o UserKnownHostsFile=/var/lib/gpufleet-tunnel/.ssh/known_hosts.d/{GPU_NODE}"
+        f" -i /var/lib/gpufleet-tunnel/.ssh/id_ed25519 gpufleet-tunnel@{GPU_NODE_ADDRESS}"
     )
 
 
 @pytest.fixture
-def second_gpu_node(converged):
-    """The lab inventory's directory with a second GPU node, gpu2, running; removed afterwards
-    (the test converges the lab inventory again, which removes gpu2's tunnel and target)."""
-    inventory = lab.scale_inventory(2)
+def second_gpu_node(converged, tmp_path):
+    """A plain lab host gpu2 (a systemd container, no kubelet) running, for a run that adds it to
+    the lab inventory; removed afterwards (the test converges the lab inventory again, which removes
+    gpu2's tunnel and target)."""
+    inventory = tmp_path / "gpu2.yml"
+    inventory.write_text(yaml.safe_dump({"all": {"children": {"gpu_nodes": {"hosts": {"gpu2": SECOND_GPU_NODE}}}}}))
     lab.up(inventory)
-    yield inventory.parent
+    yield SECOND_GPU_NODE
     lab.podman("rm", "-f", "-t", "2", lab.CONTAINER_PREFIX + "gpu2")
-    lab.up()  # known_hosts back to the lab's own hosts
+
+
+SECOND_GPU_NODE = {"ansible_host": "10.213.7.22"}

@@ -16,17 +16,17 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
-from conftest import GPUFLEET, PROMETHEUS, gpufleet, in_host
+from conftest import GPU_NODE, GPUFLEET, PROMETHEUS, TUNNEL_HOST, gpufleet, in_host
 
 from gpufleet import lab, runner
 
 SCHEMA = json.loads(runner.SUMMARY_SCHEMA.read_text())
 
 
-def variant_inventory(tmp_path: Path, hosts: dict[str, dict[str, object]], base: Path | None = None) -> Path:
-    """A lab inventory (by default the lab's own) plus extra or changed GPU-node host entries."""
+def variant_inventory(tmp_path: Path, hosts: dict[str, dict[str, object]]) -> Path:
+    """The lab's inventory plus extra or changed GPU-node host entries."""
     target = tmp_path / "inventory"
-    shutil.copytree(base or lab.LAB_INVENTORY.parent, target)
+    shutil.copytree(lab.LAB_INVENTORY.parent, target)
     inventory = yaml.safe_load((target / "hosts.yml").read_text())
     for name, host_vars in hosts.items():
         entry = inventory["all"]["children"]["gpu_nodes"]["hosts"].setdefault(name, {}) or {}
@@ -62,7 +62,7 @@ def summary_of(proc: subprocess.CompletedProcess[str]) -> dict[str, object]:
 def test_up_succeeds_and_its_json_matches_the_schema(converged):
     document = summary_of(converged)  # the session's first converge: `gpufleet --json up`
     assert document["ok"] and document["failures"] == []
-    assert set(document["hosts"]) == {"m1", "gpu1", "localhost"}
+    assert set(document["hosts"]) == {TUNNEL_HOST, GPU_NODE, "localhost"}
     # The run directory keeps the same document next to ansible-runner's artifacts.
     run_dir = Path(str(document["run_dir"]))
     assert json.loads((run_dir / runner.SUMMARY_FILE).read_text()) == document
@@ -77,28 +77,27 @@ def test_a_failing_and_an_unreachable_host_are_named_the_others_complete_and_a_r
     inventory = variant_inventory(
         tmp_path,
         {
-            "gpu2": {"lab_dcgm_fixture_exporter_gpus": "many"},
+            "gpu2": {**second_gpu_node, "nvidia_driver_branch": "many"},
             "gpu9": {"ansible_host": "10.213.7.99", "ansible_timeout": 3},
         },
-        second_gpu_node,
     )
     proc = gpufleet("--json", "up", "-i", str(inventory))
     assert proc.returncode == 4, proc.stderr  # unreachable outranks failed
     document = summary_of(proc)
     failures = {f["host"]: f for f in document["failures"]}
     assert set(failures) == {"gpu2", "gpu9"}, failures
-    assert not failures["gpu2"]["unreachable"] and "lab_dcgm_fixture_exporter_gpus" in failures["gpu2"]["message"]
+    assert not failures["gpu2"]["unreachable"] and "nvidia_driver_branch" in failures["gpu2"]["message"]
     assert failures["gpu9"]["unreachable"]
-    assert re.search(r"gpu2\s+FAILED\s+.*lab_dcgm_fixture_exporter_gpus", proc.stderr)
-    # The others went on to the end: gpu1 and m1 with every play, localhost with the cluster roles.
-    for host in ("gpu1", "m1", "localhost"):
+    assert re.search(r"gpu2\s+FAILED\s+.*nvidia_driver_branch", proc.stderr)
+    # The others went on to the end: the nodes with every play, localhost with the cluster roles.
+    for host in (GPU_NODE, TUNNEL_HOST, "localhost"):
         counts = document["hosts"][host]
         assert counts.get("failures", 0) == 0 and counts.get("dark", 0) == 0 and counts["ok"] > 5, host
-    assert in_host("m1", "systemctl is-active gpufleet-tunnel@gpu1").stdout.strip() == "active"
+    assert in_host(TUNNEL_HOST, f"systemctl is-active gpufleet-tunnel@{GPU_NODE}").stdout.strip() == "active"
     # gpu2 and gpu9 leave the inventory: the next run removes their tunnels and targets.
     assert gpufleet("up").returncode == 0
-    assert in_host("m1", "ls /etc/gpufleet/tunnels").stdout.split() == ["gpu1.env"]
-    assert tunnel_targets_become(["gpu1"]) == ["gpu1"]
+    assert in_host(TUNNEL_HOST, "ls /etc/gpufleet/tunnels").stdout.split() == [f"{GPU_NODE}.env"]
+    assert tunnel_targets_become([GPU_NODE]) == [GPU_NODE]
 
 
 def test_ctrl_c_cancels_cleanly_and_a_rerun_converges(converged):
@@ -116,11 +115,11 @@ def test_ctrl_c_cancels_cleanly_and_a_rerun_converges(converged):
     # A re-run converges; nothing was left doubled.
     again = gpufleet("--json", "up")
     assert again.returncode == 0, again.stderr
-    assert len(in_host("gpu1", "cat /var/lib/gpufleet-tunnel/.ssh/authorized_keys").stdout.splitlines()) == 1
-    assert tunnel_targets_become(["gpu1"]) == ["gpu1"]
+    assert len(in_host(GPU_NODE, "cat /var/lib/gpufleet-tunnel/.ssh/authorized_keys").stdout.splitlines()) == 1
+    assert tunnel_targets_become([GPU_NODE]) == [GPU_NODE]
 
 
-PROGRESS = re.compile(r"^(gpu1|m1|localhost) +\d+(/\d+)? tasks  changed \d+ +failed \d+ +\S")
+PROGRESS = re.compile(rf"^({GPU_NODE}|{TUNNEL_HOST}|localhost) +\d+(/\d+)? tasks  changed \d+ +failed \d+ +\S")
 
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
@@ -155,19 +154,26 @@ def test_a_second_converge_in_a_real_terminal_changes_nothing_and_its_display_re
         hosts = [line.split()[0] for line in progress]
         assert len(hosts) == len(set(hosts)), frame
         assert all(len(line) <= width - 1 for line in progress), frame
-        summary_at = next((i for i, ln in enumerate(frame) if ln.startswith(f"{lab.PLAYBOOK}:")), len(frame))
+        summary_at = next((i for i, ln in enumerate(frame) if ln.startswith("site.yml:")), len(frame))
         before_summary = frame[:summary_at]
         stray = [ln for ln in before_summary if ln.strip() and not PROGRESS.match(ln)]
         assert not stray, f"partial or stray lines in the display: {stray}"
-    assert re.search(r"^m1 +(\d+)/\1 tasks .* done$", final, re.M), final
-    # m1 and gpu1 over SSH, localhost for the cluster roles applied through the lab API.
-    changed = {m[1]: int(m[2]) for m in re.finditer(r"^(gpu1|m1|localhost) +\S+ tasks  changed (\d+)", final, re.M)}
-    assert changed == {"m1": 0, "gpu1": 0, "localhost": 0}, final
+    # Done. The count is against what --list-tasks saw: a meta task reports nothing (62/63 on the
+    # mirror host) and a dynamic include's tasks are not listed (a bare count, on the GPU node).
+    assert re.search(rf"^{TUNNEL_HOST} +\d+(/\d+)? tasks .* done$", final, re.M), final
+    # The nodes over SSH, localhost for the cluster roles applied through the clusters' APIs.
+    found = re.finditer(rf"^({GPU_NODE}|{TUNNEL_HOST}|localhost) +\S+ tasks  changed (\d+)", final, re.M)
+    assert {m[1]: int(m[2]) for m in found} == {TUNNEL_HOST: 0, GPU_NODE: 0, "localhost": 0}, final
 
 
 def test_verify_prints_a_pass_fail_table(converged, tmp_path):
     inventory = variant_inventory(tmp_path, {})
-    extra = {"gpufleet_inference_endpoints": [{"name": "nothing-listens", "url": "http://127.0.0.1:9", "model": "m"}]}
+    extra = {
+        "gpufleet_inference_endpoints": [{"name": "nothing-listens", "url": "http://127.0.0.1:9", "model": "m"}],
+        # A rule group no role applies: named as not loaded, after the timeout's wait.
+        "gpufleet_alert_rule_groups": ["gpufleet-gpu", "gpufleet-vllm", "gpufleet-not-applied"],
+        "gpufleet_verify_timeout": 10,
+    }
     (inventory / "group_vars" / "all.yml").write_text(
         yaml.safe_dump({**yaml.safe_load((inventory / "group_vars" / "all.yml").read_text()), **extra})
     )
@@ -177,16 +183,19 @@ def test_verify_prints_a_pass_fail_table(converged, tmp_path):
     rows = {(c["host"], c["check"]): c for c in checks}
     # Each check is a row with what it checked: the Prometheus target of every GPU node, each metric.
     dcgm = "DCGM metrics of every GPU node in Prometheus"
-    target = rows[("localhost", f"{dcgm}: target gpu1")]
+    target = rows[("localhost", f"{dcgm}: target {GPU_NODE}")]
     assert target["status"] == "passed" and "job gpufleet-dcgm" in target["target"], target
     metrics = [c for c in checks if c["check"].startswith(f"{dcgm}: DCGM_FI_")]
     assert len(metrics) >= 10 and all(c["status"] == "passed" for c in metrics), metrics
+    rules = rows[("localhost", "the collection's alert rules loaded in Prometheus")]
+    assert rules["status"] == "failed" and "groups not loaded: gpufleet-not-applied;" in rules["detail"], rules
+    assert "rules failing to evaluate: none" in rules["detail"], rules
     endpoint = [c for c in checks if c["check"].startswith("inference endpoint nothing-listens")]
     assert endpoint and endpoint[0]["status"] == "failed" and endpoint[0]["target"] == "http://127.0.0.1:9"
     # The lab's GPU node has no GPU: the driver check and the health gate are skipped, not
     # failed, and say why.
     for name in ("GPU driver and devices (driver new enough for DCGM 3.5)", "GPU health gate"):
-        gpu = rows[("gpu1", name)]
+        gpu = rows[(GPU_NODE, name)]
         assert gpu["status"] == "skipped" and gpu["detail"].startswith("skipped: "), gpu
     assert re.search(r"verify: \d+ passed, [1-9]\d* failed, 2 skipped", proc.stderr), proc.stderr
     failed_row = r"FAILED\s+localhost\s+inference endpoint nothing-listens: [\w-]+ +http://127.0.0.1:9"
@@ -204,7 +213,7 @@ def test_verify_and_bench_reach_the_deployed_vllm(converged, tmp_path):
 
     core = client.CoreV1Api(config.new_client_from_config(str(labk8s.kubeconfig_path("gpu"))))
     [pod] = core.list_namespaced_pod("inference", label_selector="app.kubernetes.io/name=vllm").items
-    assert pod.spec.node_name == "worker-gpu1" and pod.status.phase == "Running", pod.status
+    assert pod.spec.node_name == GPU_NODE and pod.status.phase == "Running", pod.status
     assert all(c.ready for c in pod.status.container_statuses)
     assert pod.spec.containers[0].resources.limits["nvidia.com/gpu"] == "1"
 

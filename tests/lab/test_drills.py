@@ -11,9 +11,10 @@ import time
 import urllib.request
 
 from ansible_collections.gpufleet.platform.plugins.module_utils import prometheus_verify as pv
-from conftest import PROMETHEUS, in_host, wait_for_tunnel
+from conftest import GPU_NODE, PROMETHEUS, in_host, power_off, power_on, wait_for_tunnel
 
 from gpufleet import lab, runner
+from gpufleet.lab import registry as labregistry
 
 
 def test_prometheus_rescheduled_keeps_its_configuration_and_its_data(converged):
@@ -25,15 +26,15 @@ def test_prometheus_rescheduled_keeps_its_configuration_and_its_data(converged):
     # The StatefulSet, its pod, and the Secret holding the configuration the operator generated.
     generated = "prometheus-monitoring-kube-prometheus-prometheus"
     before = core.read_namespaced_secret(generated, "monitoring").data
-    report = pv.verify(PROMETHEUS, "gpufleet-dcgm", pv.dcgm_profile(), ["gpu1"], max_age_s=15, timeout_s=60)
+    report = pv.verify(PROMETHEUS, "gpufleet-dcgm", pv.dcgm_profile(), [GPU_NODE], max_age_s=15, timeout_s=60)
     assert report.ok, report.failures
     sampled_at = time.time()
-    energy = 'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{instance="gpu1"}'
+    energy = f'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{instance="{GPU_NODE}"}}'
     assert pv.query(PROMETHEUS, energy, sampled_at)
     core.delete_namespaced_pod(f"{generated}-0", "monitoring")
     time.sleep(5)  # the old pod's API answers until it stops
     # Its jobs, rules and the GPU target come back by themselves, without a converge.
-    report = pv.verify(PROMETHEUS, "gpufleet-dcgm", pv.dcgm_profile(), ["gpu1"], max_age_s=15, timeout_s=120)
+    report = pv.verify(PROMETHEUS, "gpufleet-dcgm", pv.dcgm_profile(), [GPU_NODE], max_age_s=15, timeout_s=120)
     assert report.ok, report.failures
     assert core.read_namespaced_secret(generated, "monitoring").data == before
     # The samples from before the restart are still there: the TSDB is on the PersistentVolume.
@@ -51,29 +52,25 @@ def test_gpu_node_rebooted_mid_converge_then_a_rerun_completes(converged):
     for line in proc.stderr:
         if line.startswith("play: Telemetry") or line.startswith("play: Tunnels"):
             break
-    lab.podman("restart", "-t", "2", lab.CONTAINER_PREFIX + "gpu1")  # the node goes down and comes back
+    power_off(GPU_NODE)  # the node goes down and comes back
+    power_on(GPU_NODE)
     rest = proc.stderr.read()
     code = proc.wait(timeout=300)
     # Whichever way that run went (the reboot may or may not have hit a task), the next one completes.
     assert code in (0, 3, 4), rest
     # The operator re-runs once the node is back, as after a real reboot.
-    gpu1 = next(h for h in lab.load_hosts() if h.name == "gpu1")
-    lab.wait_for_sshd(gpu1, time.monotonic() + 120)
-    again = runner.run_playbook(lab.PLAYBOOK, lab.LAB_INVENTORY.parent, quiet=True)
+    again = runner.run_playbook("site.yml", lab.LAB_INVENTORY.parent, quiet=True)
     assert again.ok, again.failures
     wait_for_tunnel(timeout=60)
-    report = pv.verify(PROMETHEUS, "gpufleet-dcgm", pv.dcgm_profile(), ["gpu1"], max_age_s=15, timeout_s=60)
+    report = pv.verify(PROMETHEUS, "gpufleet-dcgm", pv.dcgm_profile(), [GPU_NODE], max_age_s=15, timeout_s=60)
     assert report.ok, report.failures
     # Nothing was duplicated by the interrupted run.
-    assert len(in_host("gpu1", "cat /var/lib/gpufleet-tunnel/.ssh/authorized_keys").stdout.splitlines()) == 1
+    assert len(in_host(GPU_NODE, "cat /var/lib/gpufleet-tunnel/.ssh/authorized_keys").stdout.splitlines()) == 1
 
 
 def prometheus_config() -> str:
     with urllib.request.urlopen(f"{PROMETHEUS}/api/v1/status/config", timeout=5) as response:
         return str(json.loads(response.read())["data"]["yaml"])
-
-
-GPU_NODE = "worker-gpu1"  # the GPU cluster's real node, where the lab's vLLM runs
 
 
 def gpu_workloads(**extravars) -> runner.Summary:
@@ -93,7 +90,7 @@ def vllm_failure(summary: runner.Summary) -> str:
 def test_an_image_missing_from_the_mirror_is_named_then_a_rerun_completes(converged):
     """vLLM's image is nowhere the node can pull it from: the run names the pod, the node, the image
     and containerd's error within minutes (not after vllm_startup_timeout_minutes)."""
-    missing = "localhost/gpufleet-lab/not-in-the-mirror:1"
+    missing = f"{labregistry.REGISTRY}/gpufleet-lab/not-in-the-mirror:1"  # in neither the mirror nor upstream
     started = time.monotonic()
     message = vllm_failure(gpu_workloads(vllm_image=missing))
     print(f"named in {time.monotonic() - started:.0f} s: {message}")

@@ -5,6 +5,6 @@ from gpufleet import lab, runner
 
 
 def test_check_mode_after_converge_reports_no_change(converged):
-    check = runner.run_playbook(lab.PLAYBOOK, lab.LAB_INVENTORY.parent, check=True, quiet=True)
+    check = runner.run_playbook("site.yml", lab.LAB_INVENTORY.parent, check=True, quiet=True)
     assert check.ok
     assert sum(counts.get("changed", 0) for counts in check.hosts.values()) == 0

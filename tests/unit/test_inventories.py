@@ -16,8 +16,6 @@ INVENTORIES = REPO_ROOT / "inventories"
 NOT_IN_THE_LAB = {
     "k3s_nodes": "k3s cannot be had here (no release binary, no source): the lab's GPU cluster is a "
     "control plane built from Kubernetes' modules, with real kubelet nodes",
-    "registry_mirrors": "the mirror role runs on the lab's real node in tests/k8s/test_real_nodes.py, "
-    "not yet in the main job",
 }
 # What the plays need to know about the two clusters and the main Prometheus.
 CLUSTER_VARIABLES = (

@@ -2,6 +2,7 @@
 
 import ipaddress
 import json
+import re
 import tomllib
 
 import pytest
@@ -35,9 +36,18 @@ def test_recipe_hash_changes_with_the_recipe():
     assert lab.recipe_hash("http://a/debian") != lab.recipe_hash("http://b/debian")
 
 
-def test_lab_inventory_hosts():
-    hosts = {h.name: h for h in lab.load_hosts()}
-    assert hosts["m1"].group == "main_cluster" and hosts["gpu1"].group == "gpu_nodes"
+def test_the_lab_inventorys_hosts_are_the_clusters_real_nodes():
+    plain, real = lab.split_hosts()
+    assert plain == []
+    assert {(h.name, h.group) for h in real} == {("worker-main", "main_cluster"), ("worker-gpu1", "gpu_nodes")}
+
+
+def test_a_real_nodes_name_at_another_address_is_refused(tmp_path):
+    inventory = tmp_path / "hosts.yml"
+    hosts = {"worker-gpu1": {"ansible_host": "10.213.7.50"}}
+    inventory.write_text(yaml.safe_dump({"all": {"children": {"gpu_nodes": {"hosts": hosts}}}}))
+    with pytest.raises(lab.LabError, match=re.escape("worker-gpu1 is a lab node at 10.213.7.242, not 10.213.7.50")):
+        lab.split_hosts(inventory)
 
 
 def test_host_outside_the_lab_subnet_is_refused(tmp_path):
@@ -50,11 +60,12 @@ def test_host_outside_the_lab_subnet_is_refused(tmp_path):
 def test_scale_inventory(tmp_path, monkeypatch):
     monkeypatch.setenv("GPUFLEET_LAB_DIR", str(tmp_path))
     path = lab.scale_inventory(32)
-    hosts = lab.load_hosts(path)
-    assert len([h for h in hosts if h.group == "gpu_nodes"]) == 32
+    hosts, real = lab.split_hosts(path)
+    assert len([h for h in hosts if h.group == "gpu_nodes"]) == 32 and real == []
     assert len({h.address for h in hosts}) == 33
     group_vars = yaml.safe_load((path.parent / "group_vars" / "all.yml").read_text())
     assert group_vars["gpufleet_lab_dir"] == str(tmp_path)
+    assert group_vars["gpufleet_site_playbook"] == "lab/site.yml"  # the plain hosts' stand-in exporter
 
 
 def test_a_large_lab_raises_the_inotify_limit_and_a_small_one_leaves_it(tmp_path, monkeypatch):
@@ -70,9 +81,7 @@ def test_a_large_lab_raises_the_inotify_limit_and_a_small_one_leaves_it(tmp_path
 def test_real_nodes_have_their_own_addresses_and_pod_subnets():
     from gpufleet.lab import nodes as labnodes
 
-    hosts = {h.address for h in lab.load_hosts()} | {
-        str(ipaddress.ip_network(lab.SUBNET)[20 + i]) for i in range(1, 201)
-    }
+    hosts = {str(ipaddress.ip_network(lab.SUBNET)[i]) for i in (11, *range(21, 221))}  # a scale inventory's
     addresses = [n.address for n in labnodes.REAL_NODES]
     subnets = [ipaddress.ip_network(n.pod_subnet) for n in labnodes.REAL_NODES]
     assert len(set(addresses)) == len(addresses) and not hosts & set(addresses)  # scale hosts included

@@ -201,9 +201,11 @@ def test_site_playbook_is_site_yml_or_the_inventorys_own_inside_the_checkout():
             runner.site_playbook({"gpufleet_site_playbook": bad})
 
 
-def test_the_lab_inventory_runs_the_lab_playbook_and_site_yml_has_no_lab_play():
+def test_the_lab_inventory_runs_production_s_site_yml_which_has_no_lab_play(tmp_path, monkeypatch):
     from gpufleet import lab, runner
 
-    assert runner.site_playbook(runner.inventory_vars(lab.LAB_INVENTORY.parent)) == lab.PLAYBOOK
+    assert runner.site_playbook(runner.inventory_vars(lab.LAB_INVENTORY.parent)) == "site.yml"
+    monkeypatch.setenv("GPUFLEET_LAB_DIR", str(tmp_path))
+    assert runner.site_playbook(runner.inventory_vars(lab.scale_inventory(2).parent)) == lab.PLAYBOOK
     production = (runner.REPO_ROOT / "site.yml").read_text()
     assert "lab_" not in production and "lab/" not in production

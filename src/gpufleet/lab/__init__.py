@@ -1,10 +1,11 @@
 """The built-in lab: Debian 12 systemd hosts in podman containers, reached over SSH.
 
-The hosts come from ``inventories/lab/hosts.yml`` (name, group, address), so the
-inventory Ansible uses and the containers that exist never disagree. Everything
-the lab writes lives under ``.lab/`` in the checkout: a project-local
-containers.conf (the quirks of ../shared/LAB-NOTES.md, without touching /etc),
-the SSH key Ansible logs in with, and the pinned known_hosts.
+The lab inventory (``inventories/lab/hosts.yml``) names the clusters' real nodes (``lab.nodes``,
+started with the control planes by ``lab.k8s``); a scale inventory names plain hosts, which
+this module starts, so the inventory Ansible uses and the containers that exist never
+disagree. Everything the lab writes lives under ``.lab/`` in the checkout: a project-local
+containers.conf (the quirks of ../shared/LAB-NOTES.md, without touching /etc), the SSH key
+Ansible logs in with, and the pinned known_hosts.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import yaml
 from gpufleet.runner import REPO_ROOT
 
 LAB_INVENTORY = REPO_ROOT / "inventories" / "lab" / "hosts.yml"
-# The lab's playbook: site.yml and the lab's stand-ins (the lab inventory's gpufleet_site_playbook).
+# The playbook of scale inventories: site.yml and the plain hosts' stand-in exporter.
 PLAYBOOK = "lab/site.yml"
 DEBIAN_REQUIREMENTS = REPO_ROOT / "requirements" / "debian.txt"
 NETWORK = "gpufleet-lab"
@@ -99,9 +100,13 @@ class LabHost:
 
     @property
     def mac(self) -> str:
-        """Fixed, like a real NIC's: a restarted host keeps it, so the neighbour caches
-        of the machine and of the other hosts stay right (a new MAC made SSH time out)."""
-        return "02:67:66:" + ":".join(f"{b:02x}" for b in ipaddress.ip_address(self.address).packed[1:])
+        return mac_of(self.address)
+
+
+def mac_of(address: str) -> str:
+    """Fixed, like a real NIC's: a restarted host keeps it, so the neighbour caches of the machine
+    and of the other hosts stay right (a new MAC made SSH time out)."""
+    return "02:67:66:" + ":".join(f"{b:02x}" for b in ipaddress.ip_address(address).packed[1:])
 
 
 def lab_dir() -> Path:
@@ -179,18 +184,42 @@ def load_hosts(inventory: Path = LAB_INVENTORY) -> list[LabHost]:
     return list(hosts.values())
 
 
+def real_node_names() -> dict[str, str]:
+    """The clusters' real nodes (name -> address): `lab.k8s.up` starts them, not `up`."""
+    from gpufleet.lab.nodes import REAL_NODES  # lab.nodes imports this module
+
+    return {n.name: n.address for n in REAL_NODES}
+
+
+def split_hosts(inventory: Path = LAB_INVENTORY) -> tuple[list[LabHost], list[LabHost]]:
+    """An inventory's plain hosts (started by `up`) and the clusters' real nodes it names."""
+    real = real_node_names()
+    hosts = load_hosts(inventory)
+    for host in hosts:
+        if host.name in real and real[host.name] != host.address:
+            raise LabError(f"{inventory}: host {host.name} is a lab node at {real[host.name]}, not {host.address}")
+    return [h for h in hosts if h.name not in real], [h for h in hosts if h.name in real]
+
+
 def scale_inventory(gpu_nodes: int) -> Path:
-    """An inventory of m1 plus gpu1..gpuN, for scale tests; written under .lab/."""
+    """An inventory of plain hosts, m1 plus gpu1..gpuN, for scale tests and benchmarks that need more
+    GPU nodes than the clusters have: each runs the FIXTURE exporter as a systemd service (the lab's
+    playbook, lab/site.yml), and m1 holds their tunnels. Written under .lab/."""
     if not 1 <= gpu_nodes <= 200:
         raise LabError("--hosts must be between 1 and 200")
     base = yaml.safe_load(LAB_INVENTORY.read_text())
     net = ipaddress.ip_network(SUBNET)
     gpu_hosts = {f"gpu{i}": {"ansible_host": str(net[20 + i])} for i in range(1, gpu_nodes + 1)}
-    base["all"]["children"]["gpu_nodes"]["hosts"] = gpu_hosts
+    inventory = {"all": {"hosts": base["all"]["hosts"], "children": {
+        "main_cluster": {"hosts": {"m1": {"ansible_host": str(net[11])}}},
+        "gpu_nodes": {"hosts": gpu_hosts},
+        "telemetry_tunnel_hosts": {"hosts": {"m1": None}},
+        "lab_fixture_exporters": {"children": {"gpu_nodes": None}},
+    }}}  # fmt: skip
     target = lab_dir() / "inventories" / f"scale-{gpu_nodes}"
     target.mkdir(parents=True, exist_ok=True)
-    # The lab's group_vars apply unchanged, except that the lab directory is
-    # given absolutely (the relative default assumes inventories/lab).
+    # The lab's group_vars apply unchanged, except that the lab directory is given absolutely (the
+    # relative default assumes inventories/lab) and the playbook adds the plain hosts' exporter.
     group_vars = target / "group_vars"
     group_vars.mkdir(exist_ok=True)
     for source in (LAB_INVENTORY.parent / "group_vars").glob("*.yml"):
@@ -198,10 +227,11 @@ def scale_inventory(gpu_nodes: int) -> Path:
         dest.unlink(missing_ok=True)
         if source.name == "all.yml":
             common = yaml.safe_load(source.read_text())
-            dest.write_text(yaml.safe_dump({**common, "gpufleet_lab_dir": str(lab_dir())}, sort_keys=False))
+            common.update(gpufleet_lab_dir=str(lab_dir()), gpufleet_site_playbook=PLAYBOOK)
+            dest.write_text(yaml.safe_dump(common, sort_keys=False))
         else:
             dest.symlink_to(source)
-    (target / "hosts.yml").write_text(yaml.safe_dump(base, sort_keys=False))
+    (target / "hosts.yml").write_text(yaml.safe_dump(inventory, sort_keys=False))
     return target / "hosts.yml"
 
 
@@ -359,9 +389,10 @@ def ensure_inotify_instances(hosts: int) -> None:
 
 
 def up(inventory: Path = LAB_INVENTORY, timeout: float | None = None) -> list[LabHost]:
-    hosts = load_hosts(inventory)
+    """Start the inventory's plain hosts (the real nodes it names are the clusters': `lab.k8s.up`)."""
+    hosts, _ = split_hosts(inventory)
     check_prerequisites()
-    ensure_inotify_instances(len(hosts))
+    ensure_inotify_instances(len(hosts) + len(real_node_names()))
     image = ensure_image()
     key = ensure_ssh_key()
     ensure_network()
@@ -379,7 +410,8 @@ def up(inventory: Path = LAB_INVENTORY, timeout: float | None = None) -> list[La
             podman("start", host.container)
     # The hosts boot together on few cores: allow time for each of them.
     deadline = time.monotonic() + (timeout or max(120.0, 10.0 * len(hosts)))
-    pin_host_keys(hosts, deadline)
+    if hosts:
+        pin_host_keys(hosts, deadline)
     return hosts
 
 

@@ -27,6 +27,7 @@ from typing import Any
 from gpufleet import lab
 from gpufleet.lab import REPO_ROOT, LabError, lab_dir
 from gpufleet.lab import nodes as labnodes
+from gpufleet.lab import registry as labregistry
 
 K8S_VERSION = os.environ.get("K8S_VERSION", "1.36.3")
 SERVICE_CIDR = "10.96.0.0/16"
@@ -345,6 +346,7 @@ def up(timeout: float = 180) -> Path:
         _ensure_nodes_and_crds(cluster, deadline)
     archives = labnodes.build_images(bin_dir())
     deadline = time.monotonic() + timeout
+    labregistry.up(archives, deadline)
     for node in labnodes.REAL_NODES:
         _join_real_node(CLUSTERS[node.cluster], node, archives, deadline)
     lab.pin_host_keys(labnodes.REAL_NODES, deadline)
@@ -575,6 +577,16 @@ def down() -> list[str]:
     if k8s.exists():
         subprocess.run(["rm", "-rf", str(k8s)], check=True)
     return stopped
+
+
+def remove_plain_hosts() -> list[str]:
+    """Remove the lab containers that are neither the clusters' nodes nor the upstream registry (a
+    scale lab's hosts); return their names."""
+    kept = {node.container for node in labnodes.REAL_NODES} | {labregistry.CONTAINER}
+    plain = [name for name in lab.running_hosts() if name not in kept]
+    if plain:
+        lab.podman("rm", "-f", "-t", "2", *plain)
+    return plain
 
 
 def status() -> dict[str, bool]:

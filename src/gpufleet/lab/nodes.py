@@ -1,9 +1,10 @@
-"""Nodes that run pods for real in the lab's two clusters: one systemd container per cluster with
-containerd 2.x, kubelet and kube-proxy built from Go modules (scripts/build-lab-k8s.sh), runc and
-the CNI plugins from Debian. kwok's simulated nodes stay beside them for what cannot run here.
+"""Nodes that run pods for real in the lab's two clusters: systemd containers with containerd 2.x,
+kubelet and kube-proxy built from Go modules (scripts/build-lab-k8s.sh), runc and the CNI plugins from
+Debian. They are the lab inventory's hosts. kwok's simulated nodes stay beside them for what cannot
+run here (the GPU Operator's operands: NVIDIA's images).
 
 A real node carries the taint `gpufleet.io/lab-kubelet=true:NoSchedule`: only pods that tolerate it
-run there, so the simulated workloads of the main job stay on kwok's nodes until their images exist.
+run there, so what has no image here stays on kwok's nodes.
 
 Pods get their images from the node's containerd. The lab's images (the pod sandbox, the
 calibration server) are built here by `images()` and imported into each node at join.
@@ -220,12 +221,18 @@ def start_container(node: RealNode, image: str, pubkey: Path) -> None:
     if state is not None and lab.container_key(node) != lab.key_id(pubkey):
         lab.podman("rm", "-f", "-t", "2", node.container)  # another checkout's key: no login
         state = None
-    if state is not None:
-        lab.podman("start", node.container)
+    if state == "running":
         return
+    if state is not None:
+        # Measured here: starting a node's container again (cgroup v1, podman's shared name=systemd
+        # hierarchy) removed the running nodes' cgroups there, and nothing could start in them after.
+        raise lab.LabError(
+            f"{node.container} is {state}: a lab node's container cannot be started again on this machine"
+            " without breaking the other nodes. Run `gpufleet lab down`, then `gpufleet lab up`"
+        )
     lab.podman(
         "run", "-d", "--name", node.container, "--hostname", node.name,
-        "--network", lab.NETWORK, "--ip", node.address,
+        "--network", lab.NETWORK, "--ip", node.address, "--mac-address", lab.mac_of(node.address),
         "--systemd=always", "--privileged", "--cgroupns=private",
         "--label", "io.gpufleet.lab=1", "--label", f"{lab.KEY_LABEL}={lab.key_id(pubkey)}",
         "-v", f"{pubkey}:/root/.ssh/authorized_keys:ro",
