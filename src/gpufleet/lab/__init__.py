@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
+import json
 import os
 import re
 import shutil
@@ -325,9 +326,10 @@ def ensure_network() -> None:
 
 
 def running_hosts() -> dict[str, str]:
-    """Container name -> state, for every lab container."""
-    out = podman("ps", "-a", "--filter", f"name=^{CONTAINER_PREFIX}", "--format", "{{.Names}} {{.State}}").stdout
-    return dict(line.split(None, 1) for line in out.splitlines() if line.strip())
+    """Container name -> state (running, exited, created...), for every lab container. From the JSON:
+    the template's {{.State}} is the human status ("Up 23 minutes ago")."""
+    out = podman("ps", "-a", "--filter", f"name=^{CONTAINER_PREFIX}", "--format", "json").stdout
+    return {c["Names"][0]: c["State"] for c in json.loads(out or "[]")}
 
 
 def key_id(pubkey: Path) -> str:
