@@ -33,14 +33,14 @@ def test_service_endpoints_and_monitor_agree(api, namespace):
     assert converge(namespace)["changed"] > 0
     assert converge(namespace)["changed"] == 0  # re-applying changes nothing
     core = client.CoreV1Api(api)
-    service = core.read_namespaced_service("dcgm-gpu1", namespace)
+    service = core.read_namespaced_service("dcgm-worker-gpu1", namespace)
     assert service.spec.cluster_ip == "None" and not service.spec.selector  # headless, selector-less
-    endpoints = core.read_namespaced_endpoints("dcgm-gpu1", namespace)
-    assert endpoints.subsets[0].addresses[0].ip == "10.213.7.11"
+    endpoints = core.read_namespaced_endpoints("dcgm-worker-gpu1", namespace)
+    assert endpoints.subsets[0].addresses[0].ip == "10.213.7.241"
     assert endpoints.subsets[0].ports[0].name == service.spec.ports[0].name == "metrics"
     assert endpoints.subsets[0].ports[0].port == service.spec.ports[0].port == 19401
     slices = client.DiscoveryV1Api(api).list_namespaced_endpoint_slice(
-        namespace, label_selector="kubernetes.io/service-name=dcgm-gpu1"
+        namespace, label_selector="kubernetes.io/service-name=dcgm-worker-gpu1"
     )
     # Exactly one slice, mirrored from the Endpoints by the control plane.
     assert [(s.ports[0].name, s.ports[0].port) for s in slices.items] == [("metrics", 19401)]
@@ -48,12 +48,12 @@ def test_service_endpoints_and_monitor_agree(api, namespace):
         "endpointslicemirroring-controller.k8s.io"
     )
     monitors = DynamicClient(api).resources.get(api_version="monitoring.coreos.com/v1", kind="ServiceMonitor")
-    monitor = monitors.get(name="dcgm-gpu1", namespace=namespace).to_dict()
+    monitor = monitors.get(name="dcgm-worker-gpu1", namespace=namespace).to_dict()
     assert monitor["metadata"]["labels"]["release"] == "monitoring"
     assert monitor["spec"]["endpoints"][0]["port"] == "metrics"
     assert monitor["spec"]["endpoints"][0]["relabelings"][0] == {
         "targetLabel": "instance",
-        "replacement": "gpu1",
+        "replacement": "worker-gpu1",
         "action": "replace",
     }
     assert monitor["spec"]["selector"]["matchLabels"].items() <= service.metadata.labels.items()
