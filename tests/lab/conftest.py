@@ -13,8 +13,9 @@ from gpufleet import lab
 
 # The lab inventory's hosts, the clusters' real nodes: the GPU node runs the dcgm_exporter role's pod
 # and vLLM; the main cluster's node runs kube-prometheus-stack's Prometheus and holds the tunnels.
-GPU_NODE, GPU_NODE_ADDRESS = "worker-gpu1", "10.213.7.242"
-TUNNEL_HOST, TUNNEL_HOST_ADDRESS = "worker-main", "10.213.7.241"
+_, _NODES = lab.split_hosts()
+GPU_NODE, GPU_NODE_ADDRESS = next((h.name, h.address) for h in _NODES if h.group == "gpu_nodes")
+TUNNEL_HOST, TUNNEL_HOST_ADDRESS = next((h.name, h.address) for h in _NODES if h.group == "main_cluster")
 PROMETHEUS = f"http://{TUNNEL_HOST_ADDRESS}:30090"
 TUNNEL_URL = f"http://{TUNNEL_HOST_ADDRESS}:19401/metrics"
 

@@ -88,9 +88,10 @@ def up(archives: dict[str, Path], deadline: float) -> list[str]:
         # A label of its own gives the upstream image its own image ID: with the ID of the copy `lab up`
         # imports under the local name, the node's CRI lost that local name once the other was pulled
         # (a later pod asking for it got ErrImageNeverPull). The layers stay shared.
+        remote = upstream_name(name)
         with tempfile.TemporaryDirectory(prefix="gpufleet-image-") as tmp:
             (Path(tmp) / "Containerfile").write_text(f"FROM {name}\nLABEL io.gpufleet.upstream={REGISTRY}\n")
-            lab.podman("build", "-q", "-t", upstream_name(name), "-f", f"{tmp}/Containerfile", tmp)
-        lab.podman("push", "-q", "--tls-verify=false", upstream_name(name), f"docker://{upstream_name(name)}")
-        pushed.append(upstream_name(name))
+            lab.podman("build", "-q", "-t", remote, "-f", f"{tmp}/Containerfile", tmp)
+        lab.podman("push", "-q", "--tls-verify=false", remote, f"docker://{remote}")
+        pushed.append(remote)
     return pushed
