@@ -10,6 +10,12 @@ chunk, seeded jitter, and injected failures (HTTP 500, a stream cut mid-way). Ea
 event carries the server's send time (``gpufleet_sent``, Unix seconds) so a client
 can tell server pacing from its own lag.
 
+/metrics answers the vLLM series the collection's dashboard, alerts and `gpufleet verify`
+read (names, types, labels and buckets as vLLM 0.23 exports them, tests/fixtures/device/
+h200-vllm/metrics.txt), counting the requests it really served: the lab's Prometheus
+scrapes it where production scrapes vLLM. There is no KV cache, queue or preemption here,
+so those read 0.
+
 It speaks just enough HTTP/1.1 (keep-alive, Content-Length bodies, chunked SSE
 responses) on a raw asyncio Protocol, under uvloop when present, so that it is not
 the bottleneck of the benchmark it calibrates.
@@ -19,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import bisect
 import json
 import os
 import random
@@ -29,6 +36,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+# What each answer reports as its prompt's length: the server reads no prompt.
+PROMPT_TOKENS = 8
 
 
 @dataclass
@@ -46,6 +56,109 @@ class Schedule:
     # Like vLLM's --api-key: /v1/* answers 401 without "Authorization: Bearer <key>"; /health is open.
     api_key: str | None = None
     counters: dict[str, int] = field(default_factory=lambda: {"requests": 0, "events": 0})
+    metrics: EngineMetrics = field(default_factory=lambda: EngineMetrics())
+
+
+# vLLM 0.23's histogram buckets (seconds), as in its /metrics.
+TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0,
+                40.0, 80.0, 160.0, 640.0, 2560.0)  # fmt: skip
+ITL_BUCKETS = (
+    0.01,
+    0.025,
+    0.05,
+    0.075,
+    0.1,
+    0.15,
+    0.2,
+    0.3,
+    0.4,
+    0.5,
+    0.75,
+    1.0,
+    2.5,
+    5.0,
+    7.5,
+    10.0,
+    20.0,
+    40.0,
+    80.0,
+)
+REQUEST_BUCKETS = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0,
+                   480.0, 960.0, 1920.0, 7680.0)  # fmt: skip
+
+
+@dataclass
+class Histogram:
+    buckets: tuple[float, ...]
+    counts: list[int] = field(default_factory=list)
+    total: float = 0.0
+    count: int = 0
+
+    def observe(self, value: float, times: int = 1) -> None:
+        if not self.counts:
+            self.counts = [0] * len(self.buckets)
+        index = bisect.bisect_left(self.buckets, value)
+        if index < len(self.buckets):
+            self.counts[index] += times
+        self.total += value * times
+        self.count += times
+
+    def lines(self, name: str, labels: str) -> list[str]:
+        cumulative, out = 0, []
+        for bound, count in zip(self.buckets, self.counts or [0] * len(self.buckets), strict=True):
+            cumulative += count
+            out.append(f'{name}_bucket{{{labels},le="{bound}"}} {cumulative}')
+        out += [f'{name}_bucket{{{labels},le="+Inf"}} {self.count}', f"{name}_count{{{labels}}} {self.count}"]
+        return [*out, f"{name}_sum{{{labels}}} {self.total}"]
+
+
+@dataclass
+class EngineMetrics:
+    """What the server really did, in vLLM's series."""
+
+    running: int = 0
+    prompt_tokens: int = 0
+    generation_tokens: int = 0
+    finished: dict[str, int] = field(default_factory=lambda: {"length": 0, "abort": 0, "error": 0})
+    ttft: Histogram = field(default_factory=lambda: Histogram(TTFT_BUCKETS))
+    itl: Histogram = field(default_factory=lambda: Histogram(ITL_BUCKETS))
+    e2e: Histogram = field(default_factory=lambda: Histogram(REQUEST_BUCKETS))
+    queue: Histogram = field(default_factory=lambda: Histogram(REQUEST_BUCKETS))
+
+    def finish(self, reason: str, tokens: int, ttft_s: float, e2e_s: float) -> None:
+        """One request done: its tokens, first-token time, mean gap (once per gap), total time."""
+        self.finished[reason] += 1
+        self.prompt_tokens += PROMPT_TOKENS
+        self.generation_tokens += tokens
+        self.ttft.observe(ttft_s)
+        if tokens > 1:
+            self.itl.observe((e2e_s - ttft_s) / (tokens - 1), tokens - 1)
+        self.e2e.observe(e2e_s)
+        self.queue.observe(0.0)
+
+    def exposition(self, model: str) -> bytes:
+        labels = f'engine="0",model_name="{model}"'
+        gauges = {"num_requests_running": self.running, "num_requests_waiting": 0, "kv_cache_usage_perc": 0.0}
+        counters = {
+            "prompt_tokens": self.prompt_tokens,
+            "generation_tokens": self.generation_tokens,
+            "num_preemptions": 0,
+        }
+        out: list[str] = []
+        for name, value in gauges.items():
+            out += [f"# TYPE vllm:{name} gauge", f"vllm:{name}{{{labels}}} {value}"]
+        for name, value in counters.items():
+            out += [f"# TYPE vllm:{name}_total counter", f"vllm:{name}_total{{{labels}}} {value}"]
+        out.append("# TYPE vllm:request_success_total counter")
+        out += [f'vllm:request_success_total{{{labels},finished_reason="{k}"}} {v}' for k, v in self.finished.items()]
+        for name, histogram in (
+            ("time_to_first_token_seconds", self.ttft),
+            ("inter_token_latency_seconds", self.itl),
+            ("e2e_request_latency_seconds", self.e2e),
+            ("request_queue_time_seconds", self.queue),
+        ):
+            out += [f"# TYPE vllm:{name} histogram", *histogram.lines(f"vllm:{name}", labels)]
+        return ("\n".join(out) + "\n").encode()
 
 
 def _chunk(payload: bytes) -> bytes:
@@ -108,6 +221,12 @@ class Handler(asyncio.Protocol):
         try:
             if method == "GET" and path == "/health":
                 self._respond("200 OK", {})
+            elif method == "GET" and path == "/metrics":
+                body = self.schedule.metrics.exposition(self.schedule.model)
+                self._send(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: %d\r\n\r\n%s"
+                    % (len(body), body)
+                )
             elif (
                 path.startswith("/v1/")
                 and self.schedule.api_key
@@ -149,17 +268,32 @@ class Handler(asyncio.Protocol):
         s.counters["requests"] += 1
         number = s.counters["requests"]
         if s.fail_every and number % s.fail_every == 0:
+            s.metrics.finished["error"] += 1
             self._respond("500 Internal Server Error", {"error": {"message": "injected failure (calibration server)"}})
             return
+        s.metrics.running += 1
+        try:
+            await self._answer(chat, request, number)
+        finally:
+            s.metrics.running -= 1
+
+    async def _answer(self, chat: bool, request: dict[str, Any], number: int) -> None:
+        s = self.schedule
         tokens = int(request.get("max_tokens") or s.tokens)
         started = time.time()
         kind = "chat.completion" if chat else "text_completion"
         if not request.get("stream"):
-            await asyncio.sleep(self._delay(s.ttft_s) + self._delay(s.itl_s) * (tokens - 1))
+            ttft = self._delay(s.ttft_s)
+            await asyncio.sleep(ttft + self._delay(s.itl_s) * (tokens - 1))
+            s.metrics.finish("length", tokens, ttft, time.time() - started)
             text = " tok" * tokens
             answer: dict[str, Any] = {"index": 0, "finish_reason": "length"}
             answer.update({"message": {"role": "assistant", "content": text}} if chat else {"text": text})
-            usage = {"prompt_tokens": 8, "completion_tokens": tokens, "total_tokens": tokens + 8}
+            usage = {
+                "prompt_tokens": PROMPT_TOKENS,
+                "completion_tokens": tokens,
+                "total_tokens": tokens + PROMPT_TOKENS,
+            }
             self._respond(
                 "200 OK",
                 {
@@ -205,10 +339,13 @@ class Handler(asyncio.Protocol):
             event([{"index": 0, "delta": {"role": "assistant", "content": ""}}])
         cut_at = tokens // 2 if s.cut_every and number % s.cut_every == 0 else None
         sent = 0
+        first_token_s = 0.0
         due = t0 + self._delay(s.ttft_s)
         while sent < tokens:
             await asyncio.sleep(max(0.0, due - loop.time()))
             batch = min(s.tokens_per_event, tokens - sent)
+            if not sent:
+                first_token_s = loop.time() - t0
             sent += batch
             # Content events are formatted from a template, not json.dumps: they are the hot path.
             finish = b'"length"' if sent == tokens else b"null"
@@ -217,11 +354,16 @@ class Handler(asyncio.Protocol):
             if cut_at is not None and sent >= cut_at:
                 if self.transport:
                     self.transport.close()  # mid-stream: no terminating chunk, no [DONE]
+                s.metrics.finish("abort", sent, first_token_s, loop.time() - t0)
                 return
             due += sum(self._delay(s.itl_s) for _ in range(batch))
         if include_usage:
-            event([], {"prompt_tokens": 8, "completion_tokens": tokens, "total_tokens": tokens + 8})
+            event(
+                [],
+                {"prompt_tokens": PROMPT_TOKENS, "completion_tokens": tokens, "total_tokens": tokens + PROMPT_TOKENS},
+            )
         self._send(_chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
+        s.metrics.finish("length", tokens, first_token_s, loop.time() - t0)
 
 
 async def serve(schedule: Schedule, host: str = "127.0.0.1", port: int = 8100) -> asyncio.AbstractServer:

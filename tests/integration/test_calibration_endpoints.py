@@ -1,10 +1,16 @@
 """Smoke checks, KServe v2 benchmarking and GPU correlation against the calibration server."""
 
 import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
 
+import httpx
 import pytest
 from ansible_collections.gpufleet.platform.plugins.module_utils import inference_smoke as smoke
 from ansible_collections.gpufleet.platform.plugins.module_utils import llm_bench as lb
+from ansible_collections.gpufleet.platform.plugins.module_utils import prometheus_verify as pv
 
 from gpufleet import calibration_server
 
@@ -90,3 +96,34 @@ def test_smoke_and_bench_send_the_api_key_and_never_show_it(keyed_server):
     shown = json.dumps(result.as_dict())
     assert key not in shown and result.as_dict()["config"]["api_key"] == "(hidden)"
     assert key not in repr(cfg)
+
+
+def test_metrics_are_vllms_series_counting_what_it_served(server):
+    """The lab scrapes the stand-in where production scrapes vLLM: /metrics has every series the vllm
+    profile (dashboard, alerts, verify) reads, typed as real vLLM 0.23 types them, and counts the
+    requests it really served."""
+    before = httpx.get(server + "/metrics").text
+    for stream in (True, False):
+        body = {"model": "calibration", "prompt": "x", "max_tokens": 4, "stream": stream}
+        httpx.post(server + "/v1/completions", json=body, timeout=10).raise_for_status()
+    text = httpx.get(server + "/metrics").text
+
+    def value(exposition: str, series: str) -> float:
+        return sum(float(v) for v in re.findall(rf"^{re.escape(series)}{{[^}}]*}} (\S+)$", exposition, re.M))
+
+    samples = {line.split("{")[0] for line in text.splitlines() if line and not line.startswith("#")}
+    for expected in pv.vllm_profile():
+        assert expected.metric in samples
+        assert f'{expected.metric}{{engine="0",model_name="calibration"' in text
+    real = (Path(__file__).parents[1] / "fixtures/device/h200-vllm/metrics.txt").read_text()
+    types = set(re.findall(r"^# TYPE (\S+ \S+)$", text, re.M))
+    assert types <= set(re.findall(r"^# TYPE (\S+ \S+)$", real, re.M))
+    assert value(text, "vllm:generation_tokens_total") - value(before, "vllm:generation_tokens_total") == 8
+    assert (
+        value(text, "vllm:e2e_request_latency_seconds_count") - value(before, "vllm:e2e_request_latency_seconds_count")
+        == 2
+    )
+    assert value(text, "vllm:num_requests_running") == 0
+    if shutil.which("promtool"):  # it lints names (vLLM's colons) and help; a format error is "parsing"
+        lint = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
+        assert "pars" not in lint.stderr + lint.stdout

@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -187,6 +188,11 @@ def test_verify_prints_a_pass_fail_table(converged, tmp_path):
     assert target["status"] == "passed" and "job gpufleet-dcgm" in target["target"], target
     metrics = [c for c in checks if c["check"].startswith(f"{dcgm}: DCGM_FI_")]
     assert len(metrics) >= 10 and all(c["status"] == "passed" for c in metrics), metrics
+    # vLLM's series, carried from the GPU cluster by the same tunnel (two clusters: no ServiceMonitor there).
+    target = rows[("localhost", f"vLLM metrics in Prometheus: target {GPU_NODE}")]
+    assert target["status"] == "passed" and "job gpufleet-vllm" in target["target"], target
+    series = [c for c in checks if c["check"].startswith("vLLM metrics in Prometheus: vllm:")]
+    assert len(series) >= 10 and all(c["status"] == "passed" for c in series), series
     rules = rows[("localhost", "the collection's alert rules loaded in Prometheus")]
     assert rules["status"] == "failed" and "groups not loaded: gpufleet-not-applied;" in rules["detail"], rules
     assert "rules failing to evaluate: none" in rules["detail"], rules
@@ -232,3 +238,15 @@ def test_verify_and_bench_reach_the_deployed_vllm(converged, tmp_path):
     for level in result["levels"]:
         assert level["completed"] > 0 and level["output_tokens"] > 0 and not sum(level["errors"].values()), level
     assert result["gpu_source"].startswith("prometheus"), result["gpu_source"]  # the inventory's Prometheus
+    # The tokens it served reach the main cluster's Prometheus as vLLM's own counter, through the tunnel.
+    served = sum(level["output_tokens"] for level in result["levels"])
+    query = urllib.parse.urlencode(
+        {"query": f'sum(vllm:generation_tokens_total{{job="gpufleet-vllm",instance="{GPU_NODE}"}})'}
+    )
+    deadline, counted = time.monotonic() + 60, 0.0
+    while time.monotonic() < deadline and counted < served:
+        with urllib.request.urlopen(f"{PROMETHEUS}/api/v1/query?{query}", timeout=10) as answer:
+            found = json.load(answer)["data"]["result"]
+        counted = float(found[0]["value"][1]) if found else 0.0
+        time.sleep(2)
+    assert counted >= served, f"Prometheus counts {counted} generated tokens, the benchmark received {served}"

@@ -23,6 +23,7 @@ CLUSTER_VARIABLES = (
     "gpufleet_gpu_cluster_kubeconfig",
     "gpufleet_gpu_cluster_service_monitors",
     "gpufleet_prometheus_url",
+    "gpufleet_vllm_metrics_job",
 )
 
 
@@ -54,3 +55,14 @@ def test_both_describe_the_clusters_with_the_same_variables(variable):
     assert variable in prod and variable in lab
     if isinstance(prod[variable], bool):
         assert prod[variable] == lab[variable], f"{variable}: the lab must run as the prod example does"
+
+
+def test_both_carry_the_gpu_metrics_to_the_operator_the_same_way():
+    """The tunnel publishes for kube-prometheus-stack's operator (a file_sd file on the tunnel host
+    reaches no Prometheus in a pod), and carries the same exporters beside DCGM's."""
+    prod, lab = ({**all_vars(inv), **yaml.safe_load((INVENTORIES / inv / "group_vars/telemetry_tunnel_hosts.yml")
+                  .read_text())} for inv in ("prod", "lab"))  # fmt: skip
+    for tunnel in (prod, lab):
+        assert tunnel["telemetry_tunnel_kubernetes"] is True and "telemetry_tunnel_file_sd_path" not in tunnel
+    jobs = [[e["job"] for e in tunnel["telemetry_tunnel_extra_exporters"]] for tunnel in (prod, lab)]
+    assert jobs[0] == jobs[1] == [prod["gpufleet_vllm_metrics_job"]]

@@ -398,7 +398,7 @@ def _join_real_node(cluster: Cluster, node: labnodes.RealNode, archives: dict[st
         ready = False
     _local_volume(core, node)
     if ready:
-        labnodes.import_images(node, archives)
+        labnodes.import_images(node, archives, labregistry.PULLED_AS)
     else:
         _install_node(cluster, node, archives, deadline, core)
     if node.cluster == "gpu":
@@ -440,7 +440,7 @@ current-context: lab
         **{f"/etc/systemd/system/{unit}": (text, 0o644) for unit, text in labnodes.units(node).items()},
     }
     labnodes.install(node, files, bin_dir())
-    labnodes.import_images(node, archives)
+    labnodes.import_images(node, archives, labregistry.PULLED_AS)
     labnodes.wait_ready(core, node, deadline)
 
 

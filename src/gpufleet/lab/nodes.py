@@ -272,10 +272,12 @@ def install(node: RealNode, files: dict[str, tuple[str | bytes, int]], binaries:
     in_node(node, f"systemctl daemon-reload && systemctl enable {services} && systemctl restart {services}")
 
 
-def import_images(node: RealNode, archives: dict[str, Path]) -> None:
+def import_images(node: RealNode, archives: dict[str, Path], pulled_as: dict[str, str]) -> None:
     """Put the lab's images into the node's containerd, as a pre-pull would (pods find them present).
     One rebuilt since (the same name, a newer archive) is imported again: a stamp per archive in
-    the node says which build it holds."""
+    the node says which build it holds. Its copy pulled under another name (`pulled_as`: the
+    upstream name, through the mirror) is then dropped, so the next pull fetches this build: the
+    node's containerd outlives its container (a volume), and with it a pull of an earlier build."""
     held = set(in_node(node, "ctr -n k8s.io images ls -q").stdout.split())
     stamps = dict(
         line.split(" ", 1)
@@ -285,6 +287,8 @@ def import_images(node: RealNode, archives: dict[str, Path]) -> None:
     for name, archive in archives.items():
         stamp = str(archive.stat().st_mtime_ns)
         if name not in held or stamps.get(archive.name) != stamp:
+            if pulled_as.get(name) in held:
+                in_node(node, f"ctr -n k8s.io images rm {pulled_as[name]} >/dev/null")
             lab.podman("cp", str(archive), f"{node.container}:/tmp/{archive.name}")
             in_node(
                 node,

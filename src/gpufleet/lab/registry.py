@@ -43,6 +43,10 @@ def upstream_name(local: str) -> str:
     return f"{REGISTRY}/{local.removeprefix('localhost/')}"
 
 
+# What the nodes pull through the mirror: the published images' upstream names.
+PULLED_AS = {name: upstream_name(name) for name in PUBLISHED}
+
+
 def _ensure_image() -> None:
     """Built once per base image (a label on it names the base it was built from)."""
     base = lab.ensure_image(log=False)
@@ -57,14 +61,22 @@ def _ensure_image() -> None:
         lab.podman("build", "-q", "-t", IMAGE, "-f", f"{tmp}/Containerfile", tmp)
 
 
-def _answering(deadline: float) -> None:
+def _answers(deadline: float) -> bool:
     while time.monotonic() < deadline:
         try:
             with urllib.request.urlopen(f"http://{REGISTRY}/v2/", timeout=2):
-                return
+                return True
         except OSError:
             time.sleep(0.3)
-    raise lab.LabError(f"the upstream registry stand-in does not answer at {REGISTRY}; see `podman logs {CONTAINER}`")
+    return False
+
+
+def _run() -> None:
+    lab.podman(
+        "run", "-d", "--name", CONTAINER, "--hostname", "upstream-registry",
+        "--network", lab.NETWORK, "--ip", ADDRESS, "--mac-address", lab.mac_of(ADDRESS),
+        "--label", "io.gpufleet.lab=1", IMAGE,
+    )  # fmt: skip
 
 
 def up(archives: dict[str, Path], deadline: float) -> list[str]:
@@ -73,22 +85,24 @@ def up(archives: dict[str, Path], deadline: float) -> list[str]:
     _ensure_image()
     state = lab.running_hosts().get(CONTAINER)
     if state is None:
-        lab.podman(
-            "run", "-d", "--name", CONTAINER, "--hostname", "upstream-registry",
-            "--network", lab.NETWORK, "--ip", ADDRESS, "--mac-address", lab.mac_of(ADDRESS),
-            "--label", "io.gpufleet.lab=1", IMAGE,
-        )  # fmt: skip
+        _run()
     elif state != "running":
         lab.podman("start", CONTAINER)
-    _answering(deadline)
+    # One left by another checkout's lab (its network since replaced) runs unreachable: start anew.
+    if state is not None and not _answers(min(deadline, time.monotonic() + 10)):
+        lab.podman("rm", "-f", "-t", "2", CONTAINER)
+        _run()
+    if not _answers(deadline):
+        raise lab.LabError(
+            f"the upstream registry stand-in does not answer at {REGISTRY}; see `podman logs {CONTAINER}`"
+        )
     pushed = []
-    for name in PUBLISHED:
+    for name, remote in PULLED_AS.items():
         if lab.podman("image", "exists", name, check=False).returncode != 0:
             lab.podman("load", "-q", "-i", str(archives[name]))
         # A label of its own gives the upstream image its own image ID: with the ID of the copy `lab up`
         # imports under the local name, the node's CRI lost that local name once the other was pulled
         # (a later pod asking for it got ErrImageNeverPull). The layers stay shared.
-        remote = upstream_name(name)
         with tempfile.TemporaryDirectory(prefix="gpufleet-image-") as tmp:
             (Path(tmp) / "Containerfile").write_text(f"FROM {name}\nLABEL io.gpufleet.upstream={REGISTRY}\n")
             lab.podman("build", "-q", "-t", remote, "-f", f"{tmp}/Containerfile", tmp)

@@ -1,4 +1,4 @@
-"""The tunnel carries the exporter and nothing else; its key can do nothing else.
+"""The tunnel carries the exporters and nothing else; its key can do nothing else.
 
 Attacks on the key (other forwards, PTY, agent, a different key) run on the lab in tests/lab.
 """
@@ -21,6 +21,13 @@ def test_exporter_reachable_through_the_tunnel(host, bind, fetch):
     assert 'Hostname="tunnel-gpu"' in body.stdout and "DCGM_FI_DEV_GPU_UTIL" in body.stdout
 
 
+def test_the_extra_exporter_rides_the_same_tunnel(host, bind, fetch):
+    body = fetch(f"http://{bind}:19501/metrics")
+    assert body.rc == 0, body.stderr
+    assert 'vllm:num_requests_running{model_name="stand-in"} 0' in body.stdout
+    assert len(host.process.filter(user="gpufleet-tunnel", comm="ssh")) == 1  # one connection, two forwards
+
+
 def test_listens_on_the_internal_address_only(host, bind, fetch):
     assert host.socket(f"tcp://{bind}:19401").is_listening
     assert not host.socket("tcp://0.0.0.0:19401").is_listening
@@ -36,7 +43,8 @@ def test_key_is_restricted_on_the_gpu_node(host):
     gpu = host.get_host("ansible://tunnel-gpu", ansible_inventory=host.backend.ansible_inventory)
     keys = gpu.file("/var/lib/gpufleet-tunnel/.ssh/authorized_keys").content_string.strip().splitlines()
     assert len(keys) == 1
-    assert keys[0].startswith('restrict,port-forwarding,permitopen="127.0.0.1:9400" ssh-ed25519 ')
+    options = 'restrict,port-forwarding,permitopen="127.0.0.1:9400",permitopen="127.0.0.1:9500"'
+    assert keys[0].startswith(options + " ssh-ed25519 ")
 
 
 def test_key_gets_no_shell(host):
@@ -57,5 +65,10 @@ def test_host_key_pinned_not_trusted_on_first_use(host):
 def test_prometheus_targets_name_the_gpu_node(host, bind, fetch):
     targets = yaml.safe_load(host.file("/etc/gpufleet/dcgm-targets.yml").content_string)
     assert targets == [
-        {"labels": {"gpufleet_transport": "ssh", "instance": "tunnel-gpu"}, "targets": [f"{bind}:19401"]}
-    ]
+        {"labels": {"gpufleet_transport": "ssh", "instance": "tunnel-gpu"}, "targets": [f"{bind}:19401"]},
+        {
+            "labels": {"gpufleet_transport": "ssh", "instance": "tunnel-gpu", "job": "gpufleet-vllm",
+                       "__metrics_path__": "/metrics"},
+            "targets": [f"{bind}:19501"],
+        },
+    ]  # fmt: skip

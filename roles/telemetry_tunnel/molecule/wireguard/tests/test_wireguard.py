@@ -22,6 +22,9 @@ def test_exporter_reachable_through_the_forward(host, bind, fetch):
     body = fetch(f"http://{bind}:19401/metrics")
     assert body.rc == 0, body.stderr
     assert 'Hostname="wg-gpu"' in body.stdout and "DCGM_FI_DEV_GPU_UTIL" in body.stdout
+    extra = fetch(f"http://{bind}:19501/metrics")
+    assert extra.rc == 0, extra.stderr
+    assert 'vllm:num_requests_running{model_name="stand-in"} 0' in extra.stdout
 
 
 def test_the_link_lets_only_the_exporter_port_through(host):
@@ -30,6 +33,7 @@ def test_the_link_lets_only_the_exporter_port_through(host):
     probe = host.run(f"timeout 5 bash -c 'echo > /dev/tcp/{NODE_WG}/22'")
     assert probe.rc != 0
     assert host.run(f"timeout 5 bash -c 'echo > /dev/tcp/{NODE_WG}/9400'").rc == 0
+    assert host.run(f"timeout 5 bash -c 'echo > /dev/tcp/{NODE_WG}/9500'").rc == 0
 
 
 def test_private_keys_stay_on_their_hosts(host):
@@ -42,8 +46,13 @@ def test_private_keys_stay_on_their_hosts(host):
 def test_prometheus_targets_are_the_same_as_with_ssh(host, bind, fetch):
     targets = yaml.safe_load(host.file("/etc/gpufleet/dcgm-targets.yml").content_string)
     assert targets == [
-        {"targets": [f"{bind}:19401"], "labels": {"instance": "wg-gpu", "gpufleet_transport": "wireguard"}}
-    ]
+        {"targets": [f"{bind}:19401"], "labels": {"instance": "wg-gpu", "gpufleet_transport": "wireguard"}},
+        {
+            "targets": [f"{bind}:19501"],
+            "labels": {"instance": "wg-gpu", "gpufleet_transport": "wireguard", "job": "gpufleet-vllm",
+                       "__metrics_path__": "/metrics"},
+        },
+    ]  # fmt: skip
 
 
 def test_the_link_heals_within_15_s_after_a_silent_outage(host, bind, fetch):
