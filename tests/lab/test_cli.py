@@ -40,14 +40,15 @@ def variant_inventory(tmp_path: Path, hosts: dict[str, dict[str, object]]) -> Pa
 
 
 def tunnel_targets_become(nodes: list[str], timeout: float = 180) -> list[str]:
-    """The GPU nodes whose tunnel targets the main cluster's Prometheus scrapes, once they are the
-    ones expected (the operator regenerates its configuration and the reloader reloads it)."""
+    """The GPU nodes whose DCGM tunnel targets the main cluster's Prometheus scrapes, once they are
+    the ones expected (the operator regenerates its configuration and the reloader reloads it).
+    vLLM's tunnel target (on the lab's GPU node only) is another scrape pool."""
     deadline = time.monotonic() + timeout
     while True:
         with urllib.request.urlopen(f"{PROMETHEUS}/api/v1/targets", timeout=5) as response:
             targets = json.loads(response.read())["data"]["activeTargets"]
         found = sorted(
-            t["labels"]["instance"] for t in targets if t["scrapePool"].startswith("serviceMonitor/gpu-telemetry/")
+            t["labels"]["instance"] for t in targets if t["scrapePool"].startswith("serviceMonitor/gpu-telemetry/dcgm-")
         )
         if found == nodes or time.monotonic() > deadline:
             return found
