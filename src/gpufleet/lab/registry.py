@@ -79,9 +79,10 @@ def _run() -> None:
     )  # fmt: skip
 
 
-def up(archives: dict[str, Path], deadline: float) -> list[str]:
+def up(archives: dict[str, Path], deadline: float) -> None:
     """Start the registry (once) and push the published images into it (loaded from their archives
-    where podman lacks them); return their upstream names. A push of what it holds moves no layer."""
+    where podman lacks them), under their upstream names (PULLED_AS). A push of what it holds moves
+    no layer."""
     _ensure_image()
     state = lab.running_hosts().get(CONTAINER)
     if state is None:
@@ -96,7 +97,6 @@ def up(archives: dict[str, Path], deadline: float) -> list[str]:
         raise lab.LabError(
             f"the upstream registry stand-in does not answer at {REGISTRY}; see `podman logs {CONTAINER}`"
         )
-    pushed = []
     for name, remote in PULLED_AS.items():
         if lab.podman("image", "exists", name, check=False).returncode != 0:
             lab.podman("load", "-q", "-i", str(archives[name]))
@@ -107,5 +107,3 @@ def up(archives: dict[str, Path], deadline: float) -> list[str]:
             (Path(tmp) / "Containerfile").write_text(f"FROM {name}\nLABEL io.gpufleet.upstream={REGISTRY}\n")
             lab.podman("build", "-q", "-t", remote, "-f", f"{tmp}/Containerfile", tmp)
         lab.podman("push", "-q", "--tls-verify=false", remote, f"docker://{remote}")
-        pushed.append(remote)
-    return pushed
