@@ -19,8 +19,10 @@ demo: setup
 	gpufleet verify -i inventories/lab
 	gpufleet bench -i inventories/lab --levels 1,5,30 --duration 10
 
-## test: every test (lint, unit, integration, real engines, lab end-to-end, Kubernetes, molecule, collection build)
+## test: every test (lint, unit, integration, real engines, lab end-to-end, Kubernetes, molecule, collection build);
+## the lab goes down after a pass (its addresses are the same for every checkout), stays up after a failure to look at
 test: setup lint unit integration engine-tests lab-tests k8s-tests molecule collection
+	gpufleet lab down
 	@echo "all tests passed"
 
 ## quick: lint and unit tests, for iterating
@@ -53,14 +55,14 @@ engine-tests: engines
 	pytest -q tests/engines
 
 lab-tests: lab-up
-	pytest -q tests/lab
+	pytest -q --durations=10 tests/lab
 
 # The lab control plane: built once from Go modules (about 9 min cold), then started in seconds.
 k8s:
 	scripts/build-lab-k8s.sh
 
 k8s-tests: k8s
-	pytest -q tests/k8s
+	pytest -q --durations=5 tests/k8s
 
 molecule: lab-up
 	tests/molecule.sh

@@ -31,7 +31,7 @@ from gpufleet.lab import nodes as labnodes
 PLAYBOOK = Path(__file__).parent / "playbooks" / "prometheus_operator.yml"
 NODE_PORT = 30190  # beside the lab's own release
 NODE_EXPORTER_PORT = 9108
-TUNNEL_BASE_PORT = 19500  # the first node's tunnel is on the next port; the lab's own from 19401
+TUNNEL_BASE_PORT = 19500  # the node's tunnel is on base + its slot; the lab's own from 19401
 (MAIN_NODE,) = labnodes.nodes_of("main")
 # Not the lab inventory's GPU node (worker-gpu1), where the main job's exporter holds the host port.
 # The tunnel host is the main job's too: this run takes its tunnels over (a converge gives them back).
@@ -42,6 +42,12 @@ pytestmark = pytest.mark.skipif(not charts_dir().is_dir(), reason=f"the released
 def release(namespace: str) -> str:
     """Unique within the chart's 26-character prefix of cluster-wide names (its ClusterRoles)."""
     return "op-" + namespace.rsplit("-", 1)[1]
+
+
+def tunnel_slot() -> int:
+    """The GPU node's slot on the tunnel host: kept from the main job's runs, so not always 1."""
+    record = labnodes.in_node(MAIN_NODE, "cat /etc/gpufleet/telemetry-tunnel-slots.json").stdout
+    return json.loads(record)[GPU_NODE.name]
 
 
 def converge(namespace: str, workdir: Path, agent_password: str) -> dict:
@@ -126,7 +132,7 @@ def test_gpu_metrics_reach_the_operators_prometheus_through_the_tunnel(api, gpu_
             "kube-prometheus-kubelet/0": f"https://{MAIN_NODE.address}:10250/metrics",
             "kube-prometheus-kubelet/1": f"https://{MAIN_NODE.address}:10250/metrics/cadvisor",
             "kube-prometheus-apiserver/0": None,
-            f"dcgm-{GPU_NODE.name}/0": f"http://{MAIN_NODE.address}:{TUNNEL_BASE_PORT + 1}/metrics",
+            f"dcgm-{GPU_NODE.name}/0": f"http://{MAIN_NODE.address}:{TUNNEL_BASE_PORT + tunnel_slot()}/metrics",
         }
 
         def scraped() -> dict[str, dict[str, dict]] | None:
@@ -155,6 +161,11 @@ def test_gpu_metrics_reach_the_operators_prometheus_through_the_tunnel(api, gpu_
         # The remote-write mode: the cluster's agent pod runs on the exporter's node, and its samples carry
         # the tunnel path's labels, so verify reads them alike (targets from the agents' `up` series).
         [agent] = ready_pods(gpu_core, namespace, "app.kubernetes.io/name=gpufleet-telemetry-agent")  # the role waited
+        # Its reading rights reach vLLM's namespace, made by the role though vLLM's play comes later.
+        rights = client.RbacAuthorizationV1Api(gpu_api).read_namespaced_role(
+            "gpufleet-telemetry-agent", f"{namespace}-vllm"
+        )
+        assert [(r.resources, r.verbs) for r in rights.rules] == [(["pods"], ["get", "list", "watch"])]
         assert agent.spec.node_name == GPU_NODE.name
         assert {c.image for c in agent.spec.containers} == {
             "quay.io/prometheus/prometheus:v3.7.2",
@@ -180,6 +191,8 @@ def test_gpu_metrics_reach_the_operators_prometheus_through_the_tunnel(api, gpu_
         assert {"gpufleet-gpu", "gpufleet-vllm", "gpufleet-triton"} <= groups, groups
         assert converge(namespace, tmp_path, password) == {"changed": 0, "failures": 0, "unreachable": 0}  # a re-run
     finally:
+        with contextlib.suppress(ApiException):
+            gpu_core.delete_namespace(f"{namespace}-vllm")
         subprocess.run(
             [str(labk8s.bin_dir() / "helm"), "--kubeconfig", str(labk8s.kubeconfig_path("main")), "uninstall",
              release(namespace), "-n", namespace, "--wait"],

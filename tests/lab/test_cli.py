@@ -55,6 +55,11 @@ def tunnel_targets_become(nodes: list[str], timeout: float = 180) -> list[str]:
         time.sleep(1)
 
 
+def slots() -> dict[str, int]:
+    """The slots the tunnel host gave the GPU nodes (their ports and WireGuard addresses)."""
+    return json.loads(in_host(TUNNEL_HOST, "cat /etc/gpufleet/telemetry-tunnel-slots.json").stdout)
+
+
 def summary_of(proc: subprocess.CompletedProcess[str]) -> dict[str, object]:
     document = json.loads(proc.stdout)
     jsonschema.validate(document, SCHEMA)
@@ -96,9 +101,14 @@ def test_a_failing_and_an_unreachable_host_are_named_the_others_complete_and_a_r
         counts = document["hosts"][host]
         assert counts.get("failures", 0) == 0 and counts.get("dark", 0) == 0 and counts["ok"] > 5, host
     assert in_host(TUNNEL_HOST, f"systemctl is-active gpufleet-tunnel@{GPU_NODE}").stdout.strip() == "active"
+    # gpu2 and gpu9 come first in the inventory, yet the lab's node keeps its slot (its port, 19401):
+    # the new ones take the next free slots.
+    assert slots() == {"gpu2": 2, "gpu9": 3, GPU_NODE: 1}
+    assert "19401" in in_host(TUNNEL_HOST, f"cat /etc/gpufleet/tunnels/{GPU_NODE}.env").stdout
     # gpu2 and gpu9 leave the inventory: the next run removes their tunnels and targets.
     assert gpufleet("up").returncode == 0
     assert in_host(TUNNEL_HOST, "ls /etc/gpufleet/tunnels").stdout.split() == [f"{GPU_NODE}.env"]
+    assert slots() == {GPU_NODE: 1}
     assert tunnel_targets_become([GPU_NODE]) == [GPU_NODE]
 
 

@@ -142,3 +142,25 @@ def test_kinds(check, good, bad):
         assert validate.check_value(check, value) is None, (check, value)
     for value in bad:
         assert validate.check_value(check, value), (check, value)
+
+
+# A role's argument spec cannot include another's, so the roles that schedule pods each spell out
+# Kubernetes' toleration. They must stay one schema: the same fields, types, choices and checks.
+TOLERATIONS = {
+    f"{role}_tolerations": REPO / "roles" / role / "meta" / "argument_specs.yml"
+    for role in ("dcgm_exporter", "monitoring", "telemetry_agent", "vllm")
+}
+
+
+def without_descriptions(spec: Any) -> Any:
+    if isinstance(spec, dict):
+        return {k: without_descriptions(v) for k, v in spec.items() if k != "description"}
+    return spec
+
+
+def test_every_tolerations_option_is_the_same_schema():
+    schemas = {name: without_descriptions(options_of(path)[name]["options"]) for name, path in TOLERATIONS.items()}
+    first, *rest = schemas
+    for name in rest:
+        assert schemas[name] == schemas[first], f"{name} differs from {first}"
+    assert set(schemas[first]) == {"key", "operator", "value", "effect"}

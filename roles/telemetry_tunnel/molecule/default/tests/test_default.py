@@ -72,3 +72,8 @@ def test_prometheus_targets_name_the_gpu_node(host, bind, fetch):
             "targets": [f"{bind}:19501"],
         },
     ]  # fmt: skip
+
+
+def test_the_nodes_slot_is_recorded_for_the_next_run(host):
+    record = host.file("/etc/gpufleet/telemetry-tunnel-slots.json")
+    assert record.mode == 0o644 and yaml.safe_load(record.content_string) == {"tunnel-gpu": 1}
