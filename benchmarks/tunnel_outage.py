@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "lab"))
 
-from ansible_collections.gpufleet.platform.plugins.module_utils import prometheus_verify as pv
 from conftest import GPU_NODE, PROMETHEUS, link_outage, wait_for_tunnel
+from gpufleet.lib import prometheus_verify as pv
 
 from gpufleet import lab, runner
 from gpufleet.lab import k8s as labk8s
