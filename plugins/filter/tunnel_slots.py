@@ -20,7 +20,7 @@ def tunnel_slots(nodes: list[str], previous: dict[str, Any] | None = None) -> di
     for node in nodes:  # a node keeps its slot unless an earlier node of the list already has it
         if node in held and held[node] not in slots.values():
             slots[node] = held[node]
-    taken = set(held.values()) | set(slots.values())
+    taken = set(held.values())  # every slot kept above is among them
     free = 1
     for node in nodes:
         if node not in slots:

@@ -144,12 +144,9 @@ def test_kinds(check, good, bad):
         assert validate.check_value(check, value), (check, value)
 
 
-# A role's argument spec cannot include another's, so the roles that schedule pods each spell out
+# A role's argument spec cannot include another's, so every role that schedules pods spells out
 # Kubernetes' toleration. They must stay one schema: the same fields, types, choices and checks.
-TOLERATIONS = {
-    f"{role}_tolerations": REPO / "roles" / role / "meta" / "argument_specs.yml"
-    for role in ("dcgm_exporter", "monitoring", "telemetry_agent", "vllm")
-}
+TOLERATIONS = {f"{role}:{name}": spec for role, name, spec in ALL_OPTIONS if name.endswith("_tolerations")}
 
 
 def without_descriptions(spec: Any) -> Any:
@@ -159,7 +156,8 @@ def without_descriptions(spec: Any) -> Any:
 
 
 def test_every_tolerations_option_is_the_same_schema():
-    schemas = {name: without_descriptions(options_of(path)[name]["options"]) for name, path in TOLERATIONS.items()}
+    assert len(TOLERATIONS) >= 4, sorted(TOLERATIONS)  # dcgm_exporter, monitoring, telemetry_agent, vllm
+    schemas = {name: without_descriptions(spec["options"]) for name, spec in TOLERATIONS.items()}
     first, *rest = schemas
     for name in rest:
         assert schemas[name] == schemas[first], f"{name} differs from {first}"
