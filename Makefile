@@ -57,7 +57,7 @@ engine-tests: engines
 lab-tests: lab-up
 	pytest -q --durations=10 tests/lab
 
-# The lab control plane: built once from Go modules (about 9 min cold), then started in seconds.
+# The lab control plane: built once from Go modules (about 15 min cold on 2 cores), then started in seconds.
 k8s:
 	scripts/build-lab-k8s.sh
 

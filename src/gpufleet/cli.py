@@ -37,17 +37,28 @@ def cmd_lab(args: argparse.Namespace) -> int:
     doc: dict[str, Any] = {"action": args.action}
     if args.action == "up":
         started = time.monotonic()
-        hosts = lab.up(inventory)
         _, real_nodes = lab.split_hosts(inventory)
+        # The inventory's hosts are the clusters' nodes: they come with the clusters, whose tools are
+        # built (a no-op once built) while the hosts start: on a fresh machine both take minutes.
+        lab.check_prerequisites()  # a missing one is named before anything starts
+        build = None
+        if args.k8s or real_nodes:
+            build = subprocess.Popen([str(lab.REPO_ROOT / "scripts" / "build-lab-k8s.sh")], start_new_session=True,
+                                     stdout=sys.stderr if args.json else None)  # fmt: skip
+        try:
+            hosts = lab.up(inventory)
+        except BaseException:
+            if build:
+                os.killpg(build.pid, signal.SIGTERM)  # the script and its go builds
+            raise
+        if build and build.wait() != 0:
+            raise subprocess.CalledProcessError(build.returncode, build.args)
         doc.update(hosts={h.name: h.address for h in [*hosts, *real_nodes]}, inventory=str(inventory.parent),
                    seconds=round(time.monotonic() - started, 1))  # fmt: skip
         if hosts:
             say(f"lab up in {doc['seconds']:.1f}s: " + ", ".join(f"{h.name} ({h.address})" for h in hosts))
         say(f"inventory: {inventory.parent}")
-        # The inventory's hosts are the clusters' nodes: they come with the clusters.
-        if args.k8s or real_nodes:
-            subprocess.run([str(lab.REPO_ROOT / "scripts" / "build-lab-k8s.sh")], check=True,
-                           stdout=sys.stderr if args.json else None)  # fmt: skip
+        if build:
             started = time.monotonic()
             labk8s.up()
             doc["kubeconfigs"] = {name: str(labk8s.kubeconfig_path(name)) for name in labk8s.CLUSTERS}

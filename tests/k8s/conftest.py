@@ -9,6 +9,8 @@ import pytest
 from kubernetes import client, config
 
 from gpufleet.lab import k8s as labk8s
+from gpufleet.lab import nodes as labnodes
+from gpufleet.lab import registry as labregistry
 
 
 @pytest.fixture(scope="session")
@@ -24,6 +26,20 @@ def api() -> Iterator[client.ApiClient]:
 def gpu_api(api: client.ApiClient) -> client.ApiClient:
     """The lab's GPU cluster (its own API server, CA and CRDs), started with the main one."""
     return config.new_client_from_config(str(labk8s.kubeconfig_path("gpu")))
+
+
+@pytest.fixture(scope="session")
+def published_images(api: client.ApiClient) -> Iterator[None]:
+    """The lab's vLLM and dcgm-exporter stand-in images in every real node under their local names,
+    for tests that run them without a mirror; removed afterwards with the layers only they held, so
+    that the main job's pods still pull theirs through the fleet's mirror (`lab up` imports neither)."""
+    archives = labnodes.build_images(labk8s.bin_dir())
+    published = {name: archives[name] for name in labregistry.PUBLISHED}
+    for node in labnodes.REAL_NODES:
+        labnodes.import_images(node, published)
+    yield
+    for node in labnodes.REAL_NODES:
+        labnodes.forget_images(node, published, {}, everything=True)
 
 
 @pytest.fixture

@@ -88,7 +88,9 @@ def ready_pods(core: client.CoreV1Api, namespace: str, selector: str) -> list[An
     return [p for p in pods if p.status.container_statuses and all(c.ready for c in p.status.container_statuses)]
 
 
-def test_gpu_metrics_reach_the_operators_prometheus_through_the_tunnel(api, gpu_api, namespace, tmp_path):
+def test_gpu_metrics_reach_the_operators_prometheus_through_the_tunnel(
+    api, gpu_api, namespace, tmp_path, published_images
+):
     core, gpu_core = client.CoreV1Api(api), client.CoreV1Api(gpu_api)
     try:
         password = secrets.token_urlsafe(24)  # made for the run; the receiver here checks none

@@ -94,7 +94,7 @@ def test_each_cluster_has_real_nodes_that_only_tolerating_pods_use(api, gpu_api)
             assert node.metadata.labels["gpufleet.io/lab-kubelet"] == "true"
 
 
-def test_a_pod_starts_passes_its_probe_and_answers_through_its_service(gpu_api, namespace):
+def test_a_pod_starts_passes_its_probe_and_answers_through_its_service(gpu_api, namespace, published_images):
     core, apps = client.CoreV1Api(gpu_api), client.AppsV1Api(gpu_api)
     deployment, service = calibration_server(namespace)
     apps.create_namespaced_deployment(namespace, deployment)
@@ -143,7 +143,9 @@ def drain(tmp_path: Path, node: str, timeout: str) -> subprocess.CompletedProces
     return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO_ROOT, check=False, timeout=300)
 
 
-def test_a_drain_evicts_the_pod_and_its_replacement_starts_on_the_other_node(gpu_api, namespace, tmp_path):
+def test_a_drain_evicts_the_pod_and_its_replacement_starts_on_the_other_node(
+    gpu_api, namespace, tmp_path, published_images
+):
     core, apps = client.CoreV1Api(gpu_api), client.AppsV1Api(gpu_api)
     deployment, _ = calibration_server(namespace)
     apps.create_namespaced_deployment(namespace, deployment)

@@ -14,15 +14,19 @@ import base64
 import datetime
 import ipaddress
 import os
+import re
 import signal
 import socket
 import ssl
 import subprocess
+import tarfile
 import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from gpufleet import lab
 from gpufleet.lab import REPO_ROOT, LabError, lab_dir
@@ -62,15 +66,11 @@ class Cluster:
     etcd_port: int
     port_offset: int  # added to the controller-manager's, scheduler's and kwok's ports
     nodes: tuple[str, ...]
-    # CRDs built by scripts/build-lab-k8s.sh that the cluster starts with, by file name prefix:
-    # the main cluster the Prometheus Operator's (the monitoring role replaces them with its
-    # chart's), the GPU cluster KServe's, as if installed there.
-    crds: tuple[str, ...]
 
 
 CLUSTERS = {
-    "main": Cluster("main", 16443, 23790, 0, ("m1",), ("monitoring.coreos.com_",)),
-    "gpu": Cluster("gpu", 16444, 23810, 1, ("gpu1",), ("serving.kserve.io_",)),
+    "main": Cluster("main", 16443, 23790, 0, ("m1",)),
+    "gpu": Cluster("gpu", 16444, 23810, 1, ("gpu1",)),
 }
 
 
@@ -398,7 +398,7 @@ def _join_real_node(cluster: Cluster, node: labnodes.RealNode, archives: dict[st
         ready = False
     _local_volume(core, node)
     if ready:
-        labnodes.import_images(node, archives, labregistry.PULLED_AS)
+        _node_images(node, archives, new_node=False)
     else:
         _install_node(cluster, node, archives, deadline, core)
     if node.cluster == "gpu":
@@ -440,8 +440,18 @@ current-context: lab
         **{f"/etc/systemd/system/{unit}": (text, 0o644) for unit, text in labnodes.units(node).items()},
     }
     labnodes.install(node, files, bin_dir())
-    labnodes.import_images(node, archives, labregistry.PULLED_AS)
+    _node_images(node, archives, new_node=True)
     labnodes.wait_ready(core, node, deadline)
+
+
+def _node_images(node: labnodes.RealNode, archives: dict[str, Path], new_node: bool) -> None:
+    """The images the lab builds for the charts and the pod sandbox are pre-pulled (imported), as
+    no registry serves them. The main job's own (vLLM's and dcgm-exporter's stand-ins, published to
+    the upstream registry stand-in) are not: its pods pull them through the fleet's mirror, layers
+    and all, as on a production node. A new node drops any copy its containerd volume kept."""
+    published = {name: archives[name] for name in labregistry.PUBLISHED}
+    labnodes.import_images(node, {name: a for name, a in archives.items() if name not in published})
+    labnodes.forget_images(node, published, labregistry.PULLED_AS, everything=new_node)
 
 
 def _advertise_gpu(core: Any, node: labnodes.RealNode) -> None:
@@ -484,6 +494,32 @@ def _create_once(create: Any, body: dict[str, Any]) -> None:
     except ApiException as exc:
         if exc.status != 409:  # already there
             raise
+
+
+class _CrdLoader(yaml.SafeLoader):
+    """YAML 1.1 reads a bare `=` (an enum value in the operator's CRDs) as the `value` tag, which
+    PyYAML has no constructor for: it is the string "=", as Go's YAML reads it."""
+
+
+def _yaml_value(loader: _CrdLoader, node: yaml.Node) -> Any:
+    return loader.construct_scalar(node)  # type: ignore[arg-type]  # the tag is on scalars only
+
+
+_CrdLoader.add_constructor("tag:yaml.org,2002:value", _yaml_value)
+
+
+def starting_crds(cluster: Cluster) -> list[dict[str, Any]]:
+    """The CRDs a cluster starts with, as if installed there: the main cluster the Prometheus
+    Operator's, from the pinned kube-prometheus-stack chart's CRD folder (the monitoring role then
+    applies its own chart's); the GPU cluster KServe's, from its module (scripts/build-lab-k8s.sh)."""
+    if cluster.name == "gpu":
+        return [yaml.safe_load(path.read_text()) for path in sorted(crd_dir().glob("serving.kserve.io_*.yaml"))]
+    with tarfile.open(lab.charts_dir() / lab.LAB_CHARTS[0]) as chart:
+        return [
+            yaml.load(chart.extractfile(member).read(), _CrdLoader)  # type: ignore[union-attr]
+            for member in chart.getmembers()
+            if re.fullmatch(r"[^/]+/charts/crds/crds/crd-[a-z]+\.yaml", member.name)
+        ]
 
 
 def _ensure_nodes_and_crds(cluster: Cluster, deadline: float) -> None:
@@ -536,9 +572,9 @@ def _ensure_nodes_and_crds(cluster: Cluster, deadline: float) -> None:
             "volumeBindingMode": "WaitForFirstConsumer",
         },
     )
-    for crd in sorted(c for c in crd_dir().glob("*.yaml") if c.name.startswith(cluster.crds)):
+    for crd in starting_crds(cluster):
         try:
-            utils.create_from_yaml(api_client, str(crd))  # type: ignore[no-untyped-call]
+            utils.create_from_dict(api_client, crd)  # type: ignore[no-untyped-call]
         except utils.FailToCreateError as exc:
             if any(e.status != 409 for e in exc.api_exceptions):
                 raise

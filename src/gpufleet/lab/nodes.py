@@ -272,29 +272,44 @@ def install(node: RealNode, files: dict[str, tuple[str | bytes, int]], binaries:
     in_node(node, f"systemctl daemon-reload && systemctl enable {services} && systemctl restart {services}")
 
 
-def import_images(node: RealNode, archives: dict[str, Path], pulled_as: dict[str, str]) -> None:
-    """Put the lab's images into the node's containerd, as a pre-pull would (pods find them present).
-    One rebuilt since (the same name, a newer archive) is imported again: a stamp per archive in
-    the node says which build it holds. Its copy pulled under another name (`pulled_as`: the
-    upstream name, through the mirror) is then dropped, so the next pull fetches this build: the
-    node's containerd outlives its container (a volume), and with it a pull of an earlier build."""
+def _stamps(node: RealNode) -> dict[str, str]:
+    """Which build of each archive the node last saw: its archive's mtime, by archive name."""
+    listing = in_node(node, f"cat {IMAGE_STAMPS}/* 2>/dev/null", check=False).stdout
+    return dict(line.split(" ", 1) for line in listing.splitlines() if " " in line)
+
+
+def _stamp(archive: Path) -> str:
+    return str(archive.stat().st_mtime_ns)
+
+
+def _record(archive: Path) -> str:
+    return f"mkdir -p {IMAGE_STAMPS} && echo '{archive.name} {_stamp(archive)}' > {IMAGE_STAMPS}/{archive.name}"
+
+
+def import_images(node: RealNode, archives: dict[str, Path]) -> None:
+    """Put these images into the node's containerd, as a pre-pull would (pods find them present).
+    One rebuilt since (the same name, a newer archive) is imported again."""
     held = set(in_node(node, "ctr -n k8s.io images ls -q").stdout.split())
-    stamps = dict(
-        line.split(" ", 1)
-        for line in in_node(node, f"cat {IMAGE_STAMPS}/* 2>/dev/null", check=False).stdout.splitlines()
-        if " " in line
-    )
+    stamps = _stamps(node)
     for name, archive in archives.items():
-        stamp = str(archive.stat().st_mtime_ns)
-        if name not in held or stamps.get(archive.name) != stamp:
-            if pulled_as.get(name) in held:
-                in_node(node, f"ctr -n k8s.io images rm {pulled_as[name]} >/dev/null")
+        if name not in held or stamps.get(archive.name) != _stamp(archive):
             lab.podman("cp", str(archive), f"{node.container}:/tmp/{archive.name}")
-            in_node(
-                node,
-                f"ctr -n k8s.io images import /tmp/{archive.name} >/dev/null && rm /tmp/{archive.name}"
-                f" && mkdir -p {IMAGE_STAMPS} && echo '{archive.name} {stamp}' > {IMAGE_STAMPS}/{archive.name}",
-            )
+            in_node(node, f"ctr -n k8s.io images import /tmp/{archive.name} >/dev/null && rm /tmp/{archive.name}"
+                          f" && {_record(archive)}")  # fmt: skip
+
+
+def forget_images(node: RealNode, archives: dict[str, Path], pulled_as: dict[str, str], everything: bool) -> None:
+    """Remove these images from the node's containerd, under their names and the names they are
+    pulled as (`pulled_as`), with the content no other image holds: all of them (`everything`: a
+    new node holds no workload image, though its containerd outlives its container, a volume), or
+    those rebuilt since the node last saw them, so that the next pull fetches this build."""
+    stamps = _stamps(node)
+    gone = [name for name, archive in archives.items() if everything or stamps.get(archive.name) != _stamp(archive)]
+    if gone:
+        names = " ".join(sorted({*gone, *(pulled_as[name] for name in gone if name in pulled_as)}))
+        # --sync: the content store's garbage is collected before the command returns.
+        in_node(node, f"ctr -n k8s.io images rm --sync {names} >/dev/null 2>&1;"
+                      f" {' && '.join(_record(archives[name]) for name in gone)}")  # fmt: skip
 
 
 def wait_ready(core: Any, node: RealNode, deadline: float) -> None:

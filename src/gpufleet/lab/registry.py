@@ -100,8 +100,8 @@ def up(archives: dict[str, Path], deadline: float) -> None:
     for name, remote in PULLED_AS.items():
         if lab.podman("image", "exists", name, check=False).returncode != 0:
             lab.podman("load", "-q", "-i", str(archives[name]))
-        # A label of its own gives the upstream image its own image ID: with the ID of the copy `lab up`
-        # imports under the local name, the node's CRI lost that local name once the other was pulled
+        # A label of its own gives the upstream image its own image ID: with the ID of the copy tests/k8s
+        # import under the local name, the node's CRI lost that local name once the other was pulled
         # (a later pod asking for it got ErrImageNeverPull). The layers stay shared.
         with tempfile.TemporaryDirectory(prefix="gpufleet-image-") as tmp:
             (Path(tmp) / "Containerfile").write_text(f"FROM {name}\nLABEL io.gpufleet.upstream={REGISTRY}\n")
