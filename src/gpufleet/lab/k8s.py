@@ -448,7 +448,8 @@ def _node_images(node: labnodes.RealNode, archives: dict[str, Path], new_node: b
     """The images the lab builds for the charts and the pod sandbox are pre-pulled (imported), as
     no registry serves them. The main job's own (vLLM's and dcgm-exporter's stand-ins, published to
     the upstream registry stand-in) are not: its pods pull them through the fleet's mirror, layers
-    and all, as on a production node. A new node drops any copy its containerd volume kept."""
+    and all, as on a production node. A node installed anew drops any copy that its containerd's
+    volume kept (the volume outlives a container replaced without `lab down`)."""
     published = {name: archives[name] for name in labregistry.PUBLISHED}
     labnodes.import_images(node, {name: a for name, a in archives.items() if name not in published})
     labnodes.forget_images(node, published, labregistry.PULLED_AS, everything=new_node)
