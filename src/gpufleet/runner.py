@@ -55,6 +55,8 @@ class Summary:
     changes: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     # host -> the task it was running when the run was cancelled
     interrupted: dict[str, str] = field(default_factory=dict)
+    # host -> the last task it finished, for a host between two tasks when the run was cancelled
+    stopped_after: dict[str, str] = field(default_factory=dict)
     checks: list[CheckRow] = field(default_factory=list)
 
     @property
@@ -98,6 +100,7 @@ class Tracker:
         self.failures: list[Failure] = []
         self.changes: dict[str, dict[str, list[str]]] = {}
         self.running: dict[str, str] = {}  # host -> task started and not finished
+        self.finished: dict[str, str] = {}  # host -> the last task it finished
         self.checks: list[CheckRow] = []
 
     def __call__(self, event: Event) -> None:
@@ -108,6 +111,7 @@ class Tracker:
             self.running[host] = task
         elif kind in ("runner_on_ok", "runner_on_failed", "runner_on_skipped", "runner_on_unreachable") and host:
             self.running.pop(host, None)
+            self.finished[host] = task
             if kind == "runner_on_ok" and data.get("res", {}).get("changed"):
                 self.changes.setdefault(host, {}).setdefault(data.get("role", ""), []).append(task)
             if task.startswith(CHECK_PREFIX) and kind != "runner_on_unreachable":
@@ -324,9 +328,11 @@ def run_playbook(
         for host, count in (stats.get(key) or {}).items():
             hosts.setdefault(host, {})[key] = count
     run_dir = private / "artifacts" / "run"
+    cancelled = result.status == "canceled"
     summary = Summary(
         playbook, result.status, result.rc, str(run_dir), round(time.monotonic() - started, 1), check,
-        hosts, tracker.failures, tracker.changes, tracker.running if result.status == "canceled" else {},
+        hosts, tracker.failures, tracker.changes, tracker.running if cancelled else {},
+        {h: t for h, t in tracker.finished.items() if h not in tracker.running} if cancelled else {},
         tracker.checks,
     )  # fmt: skip
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -353,6 +359,8 @@ def print_summary(summary: Summary, out: IO[str]) -> None:
         print("\ncancelled: nothing more was started.", file=out)
         for host, task in sorted(summary.interrupted.items()):
             print(f"  {host}: interrupted in '{task}'", file=out)
+        for host, task in sorted(summary.stopped_after.items()):
+            print(f"  {host}: stopped after '{task}'", file=out)
         print("  Re-run the same command: every role converges from wherever it stopped.", file=out)
 
 

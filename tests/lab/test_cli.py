@@ -123,7 +123,8 @@ def test_ctrl_c_cancels_cleanly_and_a_rerun_converges(converged):
     rest = proc.stderr.read()
     assert proc.wait(timeout=60) == 130, rest
     assert "canceled" in rest and "Re-run the same command" in rest
-    assert re.search(r"interrupted in '.+'", rest), rest
+    # Each host's place: the task it was in, or (a cancel often lands between two tasks) the last it finished.
+    assert re.search(r"(interrupted in|stopped after) '.+'", rest), rest
     # A re-run converges; nothing was left doubled.
     again = gpufleet("--json", "up")
     assert again.returncode == 0, again.stderr

@@ -1,11 +1,12 @@
 """Turning ansible-runner events into the failure table; runs kept apart."""
 
+import io
 import json
 from pathlib import Path
 
 import pytest
 
-from gpufleet.runner import Summary, Tracker, _failures_from_event
+from gpufleet.runner import Summary, Tracker, _failures_from_event, print_summary
 
 
 def test_failed_and_unreachable_events():
@@ -39,6 +40,23 @@ def test_changes_are_recorded_per_host_and_role():
     tracker({"event": "runner_on_ok", "event_data": ok})
     tracker({"event": "runner_on_ok", "event_data": {**ok, "task": "Read", "res": {"changed": False}}})
     assert tracker.changes == {"m1": {"telemetry_tunnel": ["Write unit"]}}
+
+
+def test_a_cancel_names_each_hosts_place_running_or_between_tasks():
+    tracker = Tracker()
+    events = [("runner_on_start", "m1", "Pin key"), ("runner_on_ok", "m1", "Pin key"),
+              ("runner_on_start", "gpu1", "Start tunnel"), ("runner_on_start", "m1", "Write unit")]  # fmt: skip
+    for kind, host, task in events:
+        tracker({"event": kind, "event_data": {"host": host, "task": task, "res": {}}})
+    assert tracker.running == {"gpu1": "Start tunnel", "m1": "Write unit"}
+    tracker({"event": "runner_on_ok", "event_data": {"host": "m1", "task": "Write unit", "res": {}}})
+    assert tracker.running == {"gpu1": "Start tunnel"} and tracker.finished == {"m1": "Write unit"}
+    summary = Summary("site.yml", "canceled", 130, "/tmp/x", 1.0, interrupted=tracker.running,
+                      stopped_after={"m1": "Write unit"})  # fmt: skip
+    out = io.StringIO()
+    print_summary(summary, out)
+    assert "gpu1: interrupted in 'Start tunnel'" in out.getvalue()
+    assert "m1: stopped after 'Write unit'" in out.getvalue()
 
 
 def test_ignored_failures_and_other_events_are_not_failures():
