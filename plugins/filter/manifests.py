@@ -7,24 +7,12 @@ import hashlib
 import json
 from typing import Any
 
-import yaml
+from ansible_collections.gpufleet.platform.plugins.module_utils.manifests import manifest_objects
 
 # Stamped on every object k8s_unapplied stamps: the label finds them, the annotation says which
 # rendering was applied last.
 MANAGED_BY = ("app.kubernetes.io/managed-by", "gpufleet")
 APPLIED_SHA256 = "gpufleet.io/applied-sha256"
-
-_Base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class _ManifestLoader(_Base):  # type: ignore[misc]
-    """YAML 1.1 reads a bare `=` as the 'value' type, which PyYAML (and so from_yaml_all and the
-    kubernetes client) cannot construct; the Prometheus Operator's CRDs list `=` in enums.
-    Go's YAML, which kubectl and helm use, reads it as the string it is."""
-
-
-_ManifestLoader.add_constructor("tag:yaml.org,2002:value", yaml.SafeLoader.construct_yaml_str)
-
 
 _UNITS = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "": 1}
 
@@ -42,8 +30,7 @@ def k8s_memory_sum(quantities: list[str]) -> str:
 
 def k8s_manifest_objects(text: str, kind: str | None = None) -> list[dict[str, Any]]:
     """The objects of a multi-document manifest, optionally only those of one kind."""
-    docs = [d for d in yaml.load_all(text, Loader=_ManifestLoader) if isinstance(d, dict)]
-    return [d for d in docs if kind is None or d.get("kind") == kind]
+    return manifest_objects(text, kind)
 
 
 def k8s_unapplied(text: str, kind: str, live: list[dict[str, Any]]) -> list[dict[str, Any]]:

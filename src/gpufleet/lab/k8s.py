@@ -32,6 +32,7 @@ from gpufleet import lab
 from gpufleet.lab import REPO_ROOT, LabError, lab_dir
 from gpufleet.lab import nodes as labnodes
 from gpufleet.lab import registry as labregistry
+from gpufleet.lib.manifests import manifest_objects
 
 K8S_VERSION = os.environ.get("K8S_VERSION", "1.36.3")
 SERVICE_CIDR = "10.96.0.0/16"
@@ -497,18 +498,6 @@ def _create_once(create: Any, body: dict[str, Any]) -> None:
             raise
 
 
-class _CrdLoader(yaml.SafeLoader):
-    """YAML 1.1 reads a bare `=` (an enum value in the operator's CRDs) as the `value` tag, which
-    PyYAML has no constructor for: it is the string "=", as Go's YAML reads it."""
-
-
-def _yaml_value(loader: _CrdLoader, node: yaml.Node) -> Any:
-    return loader.construct_scalar(node)  # type: ignore[arg-type]  # the tag is on scalars only
-
-
-_CrdLoader.add_constructor("tag:yaml.org,2002:value", _yaml_value)
-
-
 def starting_crds(cluster: Cluster) -> list[dict[str, Any]]:
     """The CRDs a cluster starts with, as if installed there: the main cluster the Prometheus
     Operator's, from the pinned kube-prometheus-stack chart's CRD folder (the monitoring role then
@@ -517,9 +506,10 @@ def starting_crds(cluster: Cluster) -> list[dict[str, Any]]:
         return [yaml.safe_load(path.read_text()) for path in sorted(crd_dir().glob("serving.kserve.io_*.yaml"))]
     with tarfile.open(lab.charts_dir() / lab.LAB_CHARTS[0]) as chart:
         return [
-            yaml.load(chart.extractfile(member).read(), _CrdLoader)  # type: ignore[union-attr]
+            crd
             for member in chart.getmembers()
             if re.fullmatch(r"[^/]+/charts/crds/crds/crd-[a-z]+\.yaml", member.name)
+            for crd in manifest_objects(chart.extractfile(member).read(), "CustomResourceDefinition")  # type: ignore[union-attr]
         ]
 
 
