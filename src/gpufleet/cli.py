@@ -15,13 +15,17 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from gpufleet import calibration_server, display, lab, report, runner
 from gpufleet.lab import k8s as labk8s
+from gpufleet.lab import nodes as labnodes
+from gpufleet.lab import registry as labregistry
 from gpufleet.lib import bench_telemetry, llm_bench
 
+T = TypeVar("T")
 EXIT_OK, EXIT_USAGE, EXIT_FAILED, EXIT_UNREACHABLE, EXIT_LAB, EXIT_CANCELLED = 0, 2, 3, 4, 5, 130
 
 
@@ -31,34 +35,48 @@ def _emit(args: argparse.Namespace, document: dict[str, Any]) -> None:
         print()
 
 
+def _while_go_tools_build(args: argparse.Namespace, work: Callable[[], T]) -> T:
+    """Run `work` while scripts/build-lab-k8s.sh builds the lab's Go tools (a no-op once built; on a
+    fresh machine both take minutes: the build the CPU, the work the network). A failure of either
+    stops the other."""
+    build = subprocess.Popen([str(lab.REPO_ROOT / "scripts" / "build-lab-k8s.sh")], start_new_session=True,
+                             stdout=sys.stderr if args.json else None)  # fmt: skip
+    try:
+        result = work()
+    except BaseException:
+        os.killpg(build.pid, signal.SIGTERM)  # the script and its go builds
+        raise
+    if build.wait() != 0:
+        raise subprocess.CalledProcessError(build.returncode, build.args)
+    return result
+
+
 def cmd_lab(args: argparse.Namespace) -> int:
     inventory = lab.scale_inventory(args.hosts) if args.hosts else lab.LAB_INVENTORY
     say = functools.partial(print, file=sys.stderr if args.json else sys.stdout)
     doc: dict[str, Any] = {"action": args.action}
-    if args.action == "up":
+    if args.action == "build":
+        started = time.monotonic()
+        lab.check_prerequisites()  # a missing one is named before anything starts
+        # What needs the network (debootstrap, Debian's docker-registry) beside what needs the CPU.
+        _while_go_tools_build(args, lambda: (lab.ensure_image(), labregistry.ensure_image()))
+        images = labnodes.build_images(labk8s.bin_dir())
+        doc.update(tools=str(labk8s.bin_dir()), images=sorted(images), seconds=round(time.monotonic() - started, 1))
+        say(f"lab built in {doc['seconds']:.1f}s: tools in {doc['tools']}, {len(images)} images; nothing started")
+    elif args.action == "up":
         started = time.monotonic()
         _, real_nodes = lab.split_hosts(inventory)
-        # The inventory's hosts are the clusters' nodes: they come with the clusters, whose tools are
-        # built (a no-op once built) while the hosts start: on a fresh machine both take minutes.
         lab.check_prerequisites()  # a missing one is named before anything starts
-        build = None
-        if args.k8s or real_nodes:
-            build = subprocess.Popen([str(lab.REPO_ROOT / "scripts" / "build-lab-k8s.sh")], start_new_session=True,
-                                     stdout=sys.stderr if args.json else None)  # fmt: skip
-        try:
-            hosts = lab.up(inventory)
-        except BaseException:
-            if build:
-                os.killpg(build.pid, signal.SIGTERM)  # the script and its go builds
-            raise
-        if build and build.wait() != 0:
-            raise subprocess.CalledProcessError(build.returncode, build.args)
+        # The inventory's hosts are the clusters' nodes: they come with the clusters, whose tools are
+        # built while the hosts start.
+        k8s = bool(args.k8s or real_nodes)
+        hosts = _while_go_tools_build(args, lambda: lab.up(inventory)) if k8s else lab.up(inventory)
         doc.update(hosts={h.name: h.address for h in [*hosts, *real_nodes]}, inventory=str(inventory.parent),
                    seconds=round(time.monotonic() - started, 1))  # fmt: skip
         if hosts:
             say(f"lab up in {doc['seconds']:.1f}s: " + ", ".join(f"{h.name} ({h.address})" for h in hosts))
         say(f"inventory: {inventory.parent}")
-        if build:
+        if k8s:
             started = time.monotonic()
             labk8s.up()
             doc["kubeconfigs"] = {name: str(labk8s.kubeconfig_path(name)) for name in labk8s.CLUSTERS}
@@ -267,7 +285,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p_lab = sub.add_parser("lab", help="the built-in lab: two clusters and their nodes, podman systemd hosts")
-    p_lab.add_argument("action", choices=["up", "down", "status"])
+    # build: the images and Go tools only (a fresh machine's minutes), for a run that starts later.
+    p_lab.add_argument("action", choices=["build", "up", "down", "status"])
     p_lab.add_argument("--hosts", type=int, help="plain GPU-node hosts for a scale lab (gpu1..gpuN plus m1)")
     # Implied by the lab inventory, whose hosts are the clusters' nodes.
     p_lab.add_argument("--k8s", action="store_true", help="also the two clusters (built once)")

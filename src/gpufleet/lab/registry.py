@@ -47,7 +47,7 @@ def upstream_name(local: str) -> str:
 PULLED_AS = {name: upstream_name(name) for name in PUBLISHED}
 
 
-def _ensure_image() -> None:
+def ensure_image() -> None:
     """Built once per base image (a label on it names the base it was built from)."""
     base = lab.ensure_image(log=False)
     base_id = lab.podman("image", "inspect", "--format", "{{.Id}}", base).stdout.strip()
@@ -83,7 +83,7 @@ def up(archives: dict[str, Path], deadline: float) -> None:
     """Start the registry (once) and push the published images into it (loaded from their archives
     where podman lacks them), under their upstream names (PULLED_AS). A push of what it holds moves
     no layer."""
-    _ensure_image()
+    ensure_image()
     state = lab.running_hosts().get(CONTAINER)
     if state is None:
         _run()
