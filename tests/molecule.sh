@@ -2,12 +2,19 @@
 # Run every scenario of every role (or of the roles named as arguments) with the
 # shared config in molecule/config.yml, on the lab base image.
 #
-# All of them: two workers side by side, each one scenario at a time. The cluster roles' scenarios
-# (against the lab's API servers; they add and remove the GPU cluster's monitoring CRDs, so never
-# two at once) all go to the first worker, which then takes host scenarios (each in its own
-# containers) from the end of the list while the second takes them from the start; a scenario is
+#   tests/molecule.sh            all of them, in two workers side by side
+#   tests/molecule.sh --apart    those that use nothing of the running lab, in one worker
+#   tests/molecule.sh --lab      those that use the lab's clusters, in two workers
+#   tests/molecule.sh ROLE...    the roles' scenarios one after the other, the output on the terminal
+#
+# A scenario uses the lab when it runs against the lab's API servers (`managed: false`: the cluster
+# roles, which add and remove the GPU cluster's monitoring CRDs, so never two at once) or names a
+# lab kubeconfig (`.lab/`); the others run only in containers of their own. `make test` runs the
+# --apart ones beside the lab's test suites, which leave a core idle much of the time, and the rest
+# after them. In two workers, the cluster scenarios all go to the first, which then takes host
+# scenarios from the end of the list while the second takes them from the start; a scenario is
 # claimed with an atomic mkdir. Each scenario's output goes to .cache/molecule/<role>-<scenario>.log;
-# a failed one's end is printed. Named roles: one after the other, the output on the terminal.
+# a failed one's end is printed.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 export GPUFLEET_REPO=$repo
@@ -42,11 +49,13 @@ scenario() {  # role/scenario [log]
 worker() {  # role/scenario...: runs those not claimed yet, stops at its first failure
   local entry
   for entry in "$@"; do
-    mkdir "$logs/claims/${entry/\//-}" 2>/dev/null || continue
+    mkdir "$claims/${entry/\//-}" 2>/dev/null || continue
     scenario "$entry" "$logs/${entry/\//-}.log" || return 1
   done
 }
 
+part=all
+case ${1:-} in --apart | --lab) part=${1#--} && shift ;; esac
 cluster=() hosts=()
 roles=("$@")
 [ ${#roles[@]} -gt 0 ] || for dir in "$repo"/roles/*/molecule "$repo"/lab/roles/*/molecule; do
@@ -55,7 +64,11 @@ done
 for role in "${roles[@]}"; do
   for file in "$(role_dir "$role")"/molecule/*/molecule.yml; do
     entry=$role/$(basename "$(dirname "$file")")
-    if grep -q "managed: false" "$file"; then cluster+=("$entry"); else hosts+=("$entry"); fi
+    if grep -q "managed: false" "$file"; then uses_lab=cluster; elif grep -q '/\.lab/' "$file"; then uses_lab=host; else uses_lab=no; fi
+    case $part/$uses_lab in
+      all/cluster | lab/cluster) cluster+=("$entry") ;;
+      all/* | lab/host | apart/no) hosts+=("$entry") ;;
+    esac
   done
 done
 
@@ -63,7 +76,13 @@ if [ $# -gt 0 ]; then
   for entry in "${cluster[@]}" "${hosts[@]}"; do scenario "$entry"; done
   exit 0
 fi
-rm -rf "$logs/claims" && mkdir -p "$logs/claims"
+if [ "$part" = apart ]; then  # one worker: the lab's suites run beside it
+  claims=$logs/claims-apart && rm -rf "$claims" && mkdir -p "$claims"
+  worker "${hosts[@]}" || { echo "molecule: a scenario failed (see above)"; exit 1; }
+  echo "molecule: ${#hosts[@]} scenario(s) that use nothing of the lab passed"
+  exit 0
+fi
+claims=$logs/claims && rm -rf "$claims" && mkdir -p "$claims"
 reversed=()
 for ((i = ${#hosts[@]} - 1; i >= 0; i--)); do reversed+=("${hosts[i]}"); done
 worker "${cluster[@]}" "${reversed[@]}" & first=$!
@@ -72,4 +91,4 @@ failed=0
 wait $first || failed=1
 wait $second || failed=1
 [ $failed -eq 0 ] || { echo "molecule: a scenario failed (see above)"; exit 1; }
-echo "molecule: $(( ${#cluster[@]} + ${#hosts[@]} )) scenario(s) passed"
+echo "molecule: $(( ${#cluster[@]} + ${#hosts[@]} )) scenario(s)$([ "$part" = lab ] && echo " that use the lab") passed"
