@@ -67,7 +67,7 @@ engine-tests: engines
 lab-tests: lab-up
 	pytest -q --durations=10 tests/lab
 
-# The lab control plane: built once from Go modules (about 15 min cold on 2 cores), then started in seconds.
+# The lab control plane: built once from Go modules (about 9 min cold on 2 cores), then started in seconds.
 k8s:
 	scripts/build-lab-k8s.sh
 
@@ -84,7 +84,7 @@ molecule-apart:
 molecule-lab: lab-up
 	tests/molecule.sh --lab
 
-# The lab's Go tools and images (about 15 min on a fresh machine, seconds after): `test` runs it beside
+# The lab's Go tools and images (about 12 min on a fresh machine, seconds after): `test` runs it beside
 # the steps that need neither (lint and unit tests on one core, the engines' and the base image's
 # downloads), each step's output shown whole when it ends.
 lab-build:
