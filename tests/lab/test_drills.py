@@ -76,9 +76,14 @@ def prometheus_config() -> str:
 def gpu_workloads(**extravars) -> runner.Summary:
     """The GPU cluster's plays of site.yml: the DCGM exporter and vLLM (the GPU Operator's release,
     which these drills do not touch, is left out to keep them short)."""
-    # A cause is named once it has lasted 20 s (60 by default): the drills prove it is named, not the wait.
-    extravars = {"gpu_operator_enabled": False, "vllm_rollout_grace_seconds": 20, **extravars}
+    extravars = {"gpu_operator_enabled": False, **extravars}
     return runner.run_playbook("playbooks/gpu_cluster.yml", lab.LAB_INVENTORY.parent, quiet=True, extravars=extravars)
+
+
+# The runs that must fail name a cause once it has lasted 20 s (60 by default): the drills prove it is
+# named, not the wait. The re-runs keep the default: the old pod may take longer than 20 s to go once
+# its kubelet is back, and until then the new one waits for its GPU (seen on a busy CI machine).
+SHORT_GRACE = {"vllm_rollout_grace_seconds": 20}
 
 
 def vllm_failure(summary: runner.Summary) -> str:
@@ -93,7 +98,7 @@ def test_an_image_missing_from_the_mirror_is_named_then_a_rerun_completes(conver
     and containerd's error within minutes (not after vllm_startup_timeout_minutes)."""
     missing = f"{labregistry.REGISTRY}/gpufleet-lab/not-in-the-mirror:1"  # in neither the mirror nor upstream
     started = time.monotonic()
-    message = vllm_failure(gpu_workloads(vllm_image=missing))
+    message = vllm_failure(gpu_workloads(vllm_image=missing, **SHORT_GRACE))
     print(f"named in {time.monotonic() - started:.0f} s: {message}")
     assert "Deployment inference/vllm cannot roll out" in message
     assert f"on node {GPU_NODE}: image {missing} cannot be pulled" in message
@@ -109,7 +114,7 @@ def test_a_gpu_nodes_kubelet_stopped_is_named_then_a_rerun_completes(converged):
     in_host(GPU_NODE, "systemctl stop kubelet")
     try:
         started = time.monotonic()
-        message = vllm_failure(gpu_workloads(vllm_extra_args=["--seed", "7"]))
+        message = vllm_failure(gpu_workloads(vllm_extra_args=["--seed", "7"], **SHORT_GRACE))
         print(f"named in {time.monotonic() - started:.0f} s: {message}")
     finally:
         in_host(GPU_NODE, "systemctl start kubelet")
