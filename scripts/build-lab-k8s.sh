@@ -85,13 +85,16 @@ mkdir -p "$bin" "$out/crds"
 rm -f "$out"/crds/monitoring.coreos.com_*.yaml "$bin/controller-gen" "$out"/.built-*
 export GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0
 step() { echo "k8s tools: $* ($(date +%T))"; }
+module_dir() {  # module@version: its source directory in the module cache
+  go mod download -json "$1" | sed -n 's/.*"Dir": "\(.*\)",/\1/p'
+}
 
 # KServe's InferenceService CRD, as KServe publishes it in its module (config/crd/full),
 # so the lab API checks InferenceServices against the real schema. No controller runs.
 kserve_crd=$out/crds/serving.kserve.io_inferenceservices.yaml
 if [ ! -f "$kserve_crd" ]; then
   step "KServe $KSERVE_VERSION InferenceService CRD"
-  kserve=$(go mod download -json "github.com/kserve/kserve@$KSERVE_VERSION" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')
+  kserve=$(module_dir "github.com/kserve/kserve@$KSERVE_VERSION")
   install -m 0644 "$kserve/config/crd/full/serving.kserve.io_inferenceservices.yaml" "$kserve_crd"
 fi
 # kwok's stages: since v0.8 kwok has none built in, so the lab gives it those v0.7 used by default,
@@ -100,7 +103,7 @@ fi
 kwok_stages=$out/kwok-stages.yaml
 if [ ! -f "$kwok_stages" ] || ! grep -q "^# kwok $KWOK_VERSION\$" "$kwok_stages"; then
   step "kwok $KWOK_VERSION stages"
-  kwok_module=$(go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')
+  kwok_module=$(module_dir "sigs.k8s.io/kwok@$KWOK_VERSION")
   {
     echo "# kwok $KWOK_VERSION"
     for stage in node/fast/node-initialize node/heartbeat/node-heartbeat pod/fast/pod-ready pod/fast/pod-complete \
@@ -122,10 +125,6 @@ tools_built() {  # the list above was built, and every binary in it is there
   [ "$(cat "$out/.tools" 2>/dev/null)" = "$BUILT" ] || return 1
   local name rest
   while read -r name rest; do [ -x "$bin/$name" ] || return 1; done <<< "$TOOLS"
-}
-
-module_dir() {  # module@version: its source directory in the module cache
-  go mod download -json "$1" | sed -n 's/.*"Dir": "\(.*\)",/\1/p'
 }
 
 build_tools() {  # in a scratch module in $work

@@ -271,7 +271,7 @@ def _commands(state: Path, cluster: Cluster) -> dict[str, list[str]]:
         "kwok": [
             str(b / "kwok"),
             f"--kubeconfig={state}/kwok.kubeconfig",
-            f"--config={bin_dir().parent / 'kwok-stages.yaml'}",  # scripts/build-lab-k8s.sh: v0.8 has none built in
+            f"--config={b.parent / 'kwok-stages.yaml'}",  # scripts/build-lab-k8s.sh: v0.8 has none built in
             "--manage-all-nodes=false",
             "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
             "--node-ip=10.213.7.254",
