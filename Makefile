@@ -7,7 +7,7 @@ export CONTAINERS_CONF := $(CURDIR)/.lab/containers.conf
 export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/collections
 PLAYBOOKS := site.yml lab/site.yml $(wildcard playbooks/*.yml)
 
-.PHONY: setup demo test quick lint unit integration engines engine-tests lab-suites lab-tests k8s k8s-tests molecule molecule-apart molecule-lab lab-build lab-up lab-down collection
+.PHONY: setup demo test quick lint unit integration engines engine-tests lab-suites apart-suites lab-tests k8s k8s-tests molecule molecule-apart molecule-lab lab-build lab-up lab-down collection
 
 setup:
 	@scripts/setup.sh
@@ -24,16 +24,20 @@ demo: setup
 test: setup
 	@echo "test: the lab's Go tools and images build beside lint, unit tests and the engines (each step's output comes whole when it ends)"
 	$(MAKE) -j2 --output-sync=target lab-build lint unit engines
-	@echo "test: the lab's suites, with the molecule scenarios that use nothing of the lab beside them"
-	$(MAKE) -j2 lab-suites molecule-apart
+	@echo "test: the lab's suites, with the suites and molecule scenarios that use nothing of the lab beside them"
+	$(MAKE) -j2 lab-suites apart-suites
 	$(MAKE) molecule-lab collection
 	gpufleet lab down
 	@echo "all tests passed"
 
-# The suites that need the lab's tools or the lab itself, one after the other (-j1: lab-tests and
-# k8s-tests share the running lab). They leave a core idle much of the time (40 to 50 %, measured).
+# The suites that share the running lab, one after the other. They leave a core idle much of the
+# time (40 to 50 %, measured): apart-suites runs beside them what needs no lab (the lab's tools at
+# most), one after the other too.
 lab-suites:
-	$(MAKE) -j1 integration engine-tests lab-tests k8s-tests
+	$(MAKE) -j1 lab-tests k8s-tests
+
+apart-suites:
+	$(MAKE) -j1 integration engine-tests molecule-apart
 
 ## quick: lint and unit tests, for iterating
 quick: setup lint unit

@@ -44,10 +44,26 @@ def release(namespace: str) -> str:
     return "op-" + namespace.rsplit("-", 1)[1]
 
 
+SLOTS_FILE = "/etc/gpufleet/telemetry-tunnel-slots.json"  # the telemetry_tunnel role's record on its host
+
+
 def tunnel_slot() -> int:
     """The GPU node's slot on the tunnel host: kept from the main job's runs, so not always 1."""
-    record = labnodes.in_node(MAIN_NODE, "cat /etc/gpufleet/telemetry-tunnel-slots.json").stdout
-    return json.loads(record)[GPU_NODE.name]
+    return json.loads(labnodes.in_node(MAIN_NODE, f"cat {SLOTS_FILE}").stdout)[GPU_NODE.name]
+
+
+@pytest.fixture
+def main_jobs_slots():
+    """The tunnel host's slot record is given back as the main job left it (or removed, on a lab it
+    has not converged yet): else its next converge finds this run's node holding slot 1 and gives
+    the lab's GPU node another port than the one the lab's tests expect. This run's unit is stopped
+    by that converge, as a departed node's."""
+    before = labnodes.in_node(MAIN_NODE, f"cat {SLOTS_FILE}", check=False)
+    yield
+    if before.returncode == 0:
+        labnodes.in_node(MAIN_NODE, f"cat > {SLOTS_FILE} <<'EOF'\n{before.stdout.rstrip()}\nEOF")
+    else:
+        labnodes.in_node(MAIN_NODE, f"rm -f {SLOTS_FILE}")
 
 
 def converge(namespace: str, workdir: Path, agent_password: str) -> dict:
@@ -89,7 +105,7 @@ def ready_pods(core: client.CoreV1Api, namespace: str, selector: str) -> list[An
 
 
 def test_gpu_metrics_reach_the_operators_prometheus_through_the_tunnel(
-    api, gpu_api, namespace, tmp_path, published_images
+    api, gpu_api, namespace, tmp_path, published_images, main_jobs_slots
 ):
     core, gpu_core = client.CoreV1Api(api), client.CoreV1Api(gpu_api)
     try:
