@@ -1,11 +1,19 @@
 """The benchmark client against the calibration server's known schedule (ground truth).
 
-TTFT and TPOT within 2 ms of the schedule at P50 (5 ms at 64 streams) and 20 ms at P99;
-token and error counts exact; throughput within 3% of the closed-loop formula
-C*N/(TTFT+(N-1)*ITL). The P99 bound is loose on purpose: one scheduling hiccup of this shared
-two-core machine moves a P99 of a few hundred requests (it failed CI at 5 ms with 13.7 ms,
-passing alone); at 64 streams a busy stretch moves the P50 too (CI measured 3.7 ms once; alone,
-0.8 to 1.0 ms).
+TTFT within 5 ms of the schedule at P50 and 20 ms at P99; TPOT within 2 ms at P50 (5 ms at 64
+streams) and 20 ms at P99; token and error counts exact; throughput within 3% of the closed-loop
+formula C*N/(TTFT+(N-1)*ITL).
+Each bound is several times the error measured alone and well under the defect it guards against:
+- TTFT carries a fixed bias TPOT does not: the server's first timer fires up to 1 ms late (the
+  event loop wakes at millisecond steps) and the request crosses loopback once. Alone it measures
+  1.1 to 1.3 ms at P50 at every level (TPOT: 0.02 ms, since later tokens are due on the schedule,
+  not after the late one). CI beside the integration tests measured 2.02 ms at 1 stream, so a
+  2-ms bound flaked. The defects are 20 ms (a token late: the first content, not the role chunk)
+  or more.
+- TPOT's cheapest defect, total time over N tokens instead of the gaps over N-1, is 5 ms off.
+- The P99 bound is loose on purpose: one scheduling hiccup of this shared two-core machine moves a
+  P99 of a few hundred requests (it failed CI at 5 ms with 13.7 ms, passing alone); at 64 streams
+  a busy stretch moves the P50 too (CI measured 3.7 ms once; alone, 0.8 to 1.0 ms).
 Whether the client keeps up at 64 streams is a speed figure, not a test: on this shared machine
 CI once measured a 10.6 ms P99 receive lag there, and the client rightly flagged itself
 client-bound. It is asserted at 1 and 8 streams; at 64 the figures above must hold either way.
@@ -21,6 +29,7 @@ from ansible_collections.gpufleet.platform.plugins.module_utils import llm_bench
 from gpufleet.calibration_server import launch
 
 TTFT, ITL, TOKENS = 0.1, 0.02, 16
+TTFT_P50_BOUND = 0.005
 
 
 @pytest.fixture
@@ -40,9 +49,9 @@ def test_latencies_tokens_and_throughput_match_the_schedule(calibration_server, 
     level = lb.run_level(cfg, concurrency)
     assert level.errors == {} and level.completed > 0
     assert level.output_tokens == level.completed * TOKENS  # exact, from the usage chunk
-    p50_bound = 0.002 if concurrency <= 8 else 0.005
-    assert abs(level.ttft["p50"] - TTFT) <= p50_bound and abs(level.ttft["p99"] - TTFT) <= 0.020, level.ttft
-    assert abs(level.tpot["p50"] - ITL) <= p50_bound and abs(level.tpot["p99"] - ITL) <= 0.020, level.tpot
+    assert abs(level.ttft["p50"] - TTFT) <= TTFT_P50_BOUND and abs(level.ttft["p99"] - TTFT) <= 0.020, level.ttft
+    tpot_p50_bound = 0.002 if concurrency <= 8 else 0.005
+    assert abs(level.tpot["p50"] - ITL) <= tpot_p50_bound and abs(level.tpot["p99"] - ITL) <= 0.020, level.tpot
     ideal = concurrency * TOKENS / (TTFT + (TOKENS - 1) * ITL)
     assert level.output_tokens_per_s == pytest.approx(ideal, rel=0.03)
     if concurrency <= 8:
@@ -69,5 +78,5 @@ def test_multi_token_events_and_role_chunk(calibration_server):
     cfg = lb.BenchConfig(base_url=url, model="calibration", api="chat", max_tokens=TOKENS, warmup_s=0.5, duration_s=2)
     level = lb.run_level(cfg, 2)
     assert level.output_tokens == level.completed * TOKENS
-    assert abs(level.ttft["p50"] - TTFT) <= 0.002  # the role-only first chunk is not the first token
+    assert abs(level.ttft["p50"] - TTFT) <= TTFT_P50_BOUND  # the role-only first chunk is not the first token
     assert abs(level.itl["p50"] - ITL) <= 0.002  # 80 ms between events that carry 4 tokens each
