@@ -18,8 +18,8 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 export GPUFLEET_REPO=$repo
-# The real charts, as released, beside the checkout (../shared/charts).
-export GPUFLEET_CHARTS_DIR=${GPUFLEET_CHARTS_DIR:-$(cd "$repo/.." && pwd)/shared/charts}
+# The real charts, as released, that travel with the checkout (lab/charts).
+export GPUFLEET_CHARTS_DIR=${GPUFLEET_CHARTS_DIR:-$repo/lab/charts}
 export CONTAINERS_CONF=${CONTAINERS_CONF:-$repo/.lab/containers.conf}
 export ANSIBLE_FORCE_COLOR=0 PY_COLORS=0
 logs=$repo/.cache/molecule

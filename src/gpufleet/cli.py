@@ -123,21 +123,59 @@ class CancelOnInterrupt:
         print("\ngpufleet: cancelling (Ctrl-C again to abort at once)", file=sys.stderr)
 
 
-def _run_playbook(
-    args: argparse.Namespace, playbook: str, check: bool = False, plan: bool = False, checks: bool = False
-) -> int:
+def _inventory(args: argparse.Namespace) -> Path | None:
+    """-i, else ANSIBLE_INVENTORY, said aloud; never the built-in lab's without being asked for it."""
+    if args.inventory is None:
+        from_env = os.environ.get("ANSIBLE_INVENTORY", "").split(",")[0]
+        if not from_env:
+            print(f"gpufleet {args.command}: no inventory: give -i INVENTORY (the built-in lab's is"
+                  f" -i {lab.LAB_INVENTORY.parent}), or set ANSIBLE_INVENTORY", file=sys.stderr)  # fmt: skip
+            return None
+        print(f"gpufleet {args.command}: inventory {from_env} (from ANSIBLE_INVENTORY; -i chooses another)",
+              file=sys.stderr)  # fmt: skip
+        args.inventory = from_env
     inventory = Path(args.inventory)
     if not inventory.exists():
         print(f"gpufleet: inventory {inventory} does not exist", file=sys.stderr)
+        return None
+    return inventory
+
+
+def _options(args: argparse.Namespace, check: bool = False) -> runner.PlaybookOptions:
+    return runner.PlaybookOptions(
+        limit=args.limit, tags=args.tags, skip_tags=args.skip_tags, start_at_task=args.start_at_task,
+        extra_vars=tuple(args.extra_vars), vault_ids=tuple(args.vault_ids),
+        vault_password_files=tuple(args.vault_password_files), ask_vault_pass=args.ask_vault_pass,
+        verbosity=args.verbose, forks=args.forks, diff=args.diff, check=check or getattr(args, "check", False),
+        user=args.user, private_key=args.private_key, become=args.become, become_method=args.become_method,
+        become_user=args.become_user, ask_become_pass=args.ask_become_pass,
+    )  # fmt: skip
+
+
+def _passwords(options: runner.PlaybookOptions) -> dict[str, str]:
+    """Asked here, once, without echo: ansible-runner answers ansible-playbook's prompts from memory."""
+    import getpass
+
+    labels = {"vault": "Vault password: ", "become": "BECOME password: "}
+    return {ask: getpass.getpass(labels[ask]) for ask in runner.vault_prompts(options)}
+
+
+def _run_playbook(
+    args: argparse.Namespace, playbook: str, check: bool = False, plan: bool = False, checks: bool = False
+) -> int:
+    inventory = _inventory(args)
+    if inventory is None:
         return EXIT_USAGE
-    limit, tags = getattr(args, "limit", None), getattr(args, "tags", None)
-    live = sys.stderr.isatty()
-    totals = runner.planned_tasks(playbook, inventory, limit, tags) if live else {}
+    options = _options(args, check)
+    # -v asks for ansible-playbook's own output: shown as it comes, in place of the progress display.
+    live, verbose = sys.stderr.isatty() and not options.verbosity, options.verbosity > 0 and not args.json
+    totals = runner.planned_tasks(playbook, inventory, options) if live else {}
+    passwords = _passwords(options)
     progress = display.Progress(sys.stderr, totals, live)
     with CancelOnInterrupt() as cancel:
         summary = runner.run_playbook(
-            playbook, inventory=inventory, limit=limit, tags=tags, check=check, quiet=True,
-            on_event=progress, cancel=cancel,
+            playbook, inventory=inventory, quiet=not verbose, on_event=progress, cancel=cancel, options=options,
+            passwords=passwords,
         )  # fmt: skip
     progress.finish(cancelled=summary.cancelled)
     _emit(args, summary.as_dict())
@@ -155,11 +193,17 @@ def _run_playbook(
 
 def _site_playbook(args: argparse.Namespace) -> str | None:
     """site.yml, or the inventory's own (gpufleet_site_playbook: the lab's adds its stand-ins)."""
-    inventory = Path(args.inventory)
-    if not inventory.exists():
-        return "site.yml"  # _run_playbook names the missing inventory
+    inventory = _inventory(args)
+    if inventory is None:
+        return None
     try:
-        playbook: str = runner.site_playbook(runner.inventory_vars(inventory))
+        variables = runner.inventory_vars(inventory)
+    except Exception as error:  # an AnsibleError: a vault-encrypted group_vars file, read here without its password
+        print(f"gpufleet: site.yml: the inventory's gpufleet_site_playbook could not be read ({error})",
+              file=sys.stderr)  # fmt: skip
+        return "site.yml"
+    try:
+        playbook: str = runner.site_playbook(variables)
     except ValueError as error:
         print(f"gpufleet: {error}", file=sys.stderr)
         return None
@@ -279,6 +323,43 @@ def cmd_report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def add_playbook_options(p: argparse.ArgumentParser, check: bool) -> None:
+    """ansible-playbook's options, its names and meanings, for the commands that run a playbook."""
+    p.add_argument("-i", "--inventory", help="inventory path (default: ANSIBLE_INVENTORY; the lab's only when named)")
+    p.add_argument("-l", "--limit", help="further limit selected hosts to a pattern")
+    p.add_argument("-t", "--tags", help="only run plays and tasks tagged with these values")
+    p.add_argument("--skip-tags", help="only run plays and tasks whose tags do not match these values")
+    p.add_argument("--start-at-task", metavar="TASK", help="start the playbook at the task matching this name")
+    p.add_argument("-e", "--extra-vars", dest="extra_vars", action="append", default=[], metavar="VARS",
+                   help="set additional variables as key=value or YAML/JSON, if filename prepend with @")  # fmt: skip
+    vault = p.add_mutually_exclusive_group()
+    vault.add_argument("-J", "--ask-vault-pass", "--ask-vault-password", action="store_true",
+                       help="ask for the vault password (asked once, without echo, before the run)")  # fmt: skip
+    vault.add_argument("--vault-password-file", "--vault-pass-file", dest="vault_password_files", action="append",
+                       default=[], metavar="FILE", help="vault password file (or script)")  # fmt: skip
+    p.add_argument("--vault-id", dest="vault_ids", action="append", default=[], metavar="ID",
+                   help="the vault identity to use: LABEL@FILE or LABEL@prompt")  # fmt: skip
+    p.add_argument("-v", "--verbose", action="count", default=0, help="more output (-vvv for connection debugging)")
+    p.add_argument("-f", "--forks", type=_positive_int, help="number of parallel processes (ansible.cfg: 16)")
+    p.add_argument("-D", "--diff", action="store_true", help="show the differences in files and objects changed")
+    if check:
+        p.add_argument("-C", "--check", action="store_true", help="dry run: report what would change")
+    p.add_argument("-u", "--user", help="connect as this user")
+    p.add_argument("--private-key", "--key-file", dest="private_key", metavar="FILE", help="the SSH key to use")
+    p.add_argument("-b", "--become", action="store_true", help="run operations with become")
+    p.add_argument("--become-method", help="privilege escalation method to use (default: sudo)")
+    p.add_argument("--become-user", help="run operations as this user (default: root)")
+    p.add_argument("-K", "--ask-become-pass", "--ask-become-password", action="store_true",
+                   help="ask for the privilege escalation password")  # fmt: skip
+
+
+def _positive_int(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{value}: give a number of 1 or more")
+    return number
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gpufleet", description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="one JSON document on stdout, the display on stderr")
@@ -298,11 +379,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("verify", cmd_verify, "run the verification playbook"),
     ):
         p = sub.add_parser(name, help=help_text)
-        p.add_argument("-i", "--inventory", default=str(lab.LAB_INVENTORY.parent))
-        p.add_argument("--limit")
-        p.add_argument("--tags")
-        if name == "up":
-            p.add_argument("--check", action="store_true", help="dry run: report what would change")
+        add_playbook_options(p, check=name == "up")
         p.set_defaults(func=func)
     p_bench = sub.add_parser("bench", help="benchmark an OpenAI-compatible endpoint over a concurrency ladder")
     p_bench.add_argument("-i", "--inventory", help="take the endpoint from gpufleet_inference_endpoints")

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -20,6 +21,96 @@ SUMMARY_FILE = "summary.json"
 SUMMARY_SCHEMA = Path(__file__).parent / "run-summary.schema.json"
 
 Event = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class PlaybookOptions:
+    """ansible-playbook's own options, with its meanings, handed to ansible-runner as the command line
+    (paths made absolute: ansible-runner runs the playbook from the checkout, not the caller's folder)."""
+
+    limit: str | None = None
+    tags: str | None = None
+    skip_tags: str | None = None
+    start_at_task: str | None = None
+    extra_vars: tuple[str, ...] = ()  # each as -e takes it: key=value, YAML/JSON, or @file
+    vault_ids: tuple[str, ...] = ()
+    vault_password_files: tuple[str, ...] = ()
+    ask_vault_pass: bool = False
+    verbosity: int = 0
+    forks: int | None = None
+    diff: bool = False
+    check: bool = False
+    user: str | None = None
+    private_key: str | None = None
+    become: bool = False
+    become_method: str | None = None
+    become_user: str | None = None
+    ask_become_pass: bool = False
+
+    def args(self) -> list[str]:
+        """The ansible-playbook arguments these options stand for."""
+        out: list[str] = []
+        for flag, value in (("--limit", self.limit), ("--tags", self.tags), ("--skip-tags", self.skip_tags),
+                            ("--start-at-task", self.start_at_task), ("--user", self.user),
+                            ("--private-key", _absolute(self.private_key)), ("--become-method", self.become_method),
+                            ("--become-user", self.become_user)):  # fmt: skip
+            if value:
+                out += [flag, value]
+        if self.forks is not None:
+            out += ["--forks", str(self.forks)]
+        for value in self.extra_vars:
+            out += ["--extra-vars", "@" + _absolute(value[1:]) if value.startswith("@") else value]
+        for vault_id in self.vault_ids:
+            # LABEL@SOURCE or SOURCE, split as ansible's own parse_vault_id does; SOURCE 'prompt' or a file.
+            label, sep, source = vault_id.partition("@") if "@" in vault_id else ("", "", vault_id)
+            out += ["--vault-id", vault_id if source == "prompt" else f"{label}{sep}{_absolute(source)}"]
+        for path in self.vault_password_files:
+            out += ["--vault-password-file", _absolute(path)]
+        out += [flag for flag, on in (("--ask-vault-pass", self.ask_vault_pass), ("--become", self.become),
+                                      ("--ask-become-pass", self.ask_become_pass), ("--check", self.check),
+                                      ("--diff", self.diff or self.check)) if on]  # fmt: skip
+        if self.verbosity:
+            out.append("-" + "v" * min(self.verbosity, 4))
+        return out
+
+    def shown(self) -> list[str]:
+        """The arguments as the run's summary shows them: an inline -e names its variables, never
+        their values (a password may be among them); files and vault ids show as given."""
+        out = self.args()
+        for i, arg in enumerate(out[:-1]):
+            if arg == "--extra-vars" and not out[i + 1].startswith("@"):
+                out[i + 1] = "<" + ",".join(_extra_var_names(out[i + 1])) + ">"
+        return out
+
+
+def _absolute(path: str | None) -> str:
+    return str(Path(path).expanduser().absolute()) if path else ""
+
+
+def _extra_var_names(value: str) -> list[str]:
+    """The names an inline -e sets: a YAML/JSON mapping's keys, or each key=value's key."""
+    import yaml
+
+    try:
+        loaded = yaml.safe_load(value)
+    except yaml.YAMLError:
+        loaded = None
+    if isinstance(loaded, dict):
+        return [str(k) for k in loaded]
+    return [word.split("=", 1)[0] for word in value.split() if "=" in word]
+
+
+def vault_prompts(options: PlaybookOptions) -> list[str]:
+    """What ansible-playbook will ask for on the terminal, given these options: 'vault' for
+    --ask-vault-pass or a --vault-id LABEL@prompt, 'become' for --ask-become-pass."""
+    prompted = any(v.partition("@")[2 if "@" in v else 0] == "prompt" for v in options.vault_ids)
+    asks = ["vault"] if options.ask_vault_pass or prompted else []
+    return asks + (["become"] if options.ask_become_pass else [])
+
+
+# ansible-playbook's prompts (lib/ansible/cli/__init__.py: "Vault password: ", "Vault password (LABEL): ",
+# "BECOME password: "), answered by ansible-runner's pexpect loop from memory, never from a file.
+PROMPTS = {"vault": r"^Vault password.*:\s*$", "become": r"^BECOME password.*:\s*$"}
 
 
 @dataclass
@@ -58,6 +149,10 @@ class Summary:
     # host -> the last task it finished, for a host between two tasks when the run was cancelled
     stopped_after: dict[str, str] = field(default_factory=dict)
     checks: list[CheckRow] = field(default_factory=list)
+    # the ansible-playbook options the run was given, as PlaybookOptions.shown() writes them
+    options: list[str] = field(default_factory=list)
+    # host -> role -> the diffs of the tasks that changed (or would): {"task": ..., "diff": unified text}
+    diffs: dict[str, dict[str, list[dict[str, str]]]] = field(default_factory=dict)
 
     @property
     def unreachable(self) -> bool:
@@ -102,6 +197,7 @@ class Tracker:
         self.running: dict[str, str] = {}  # host -> task started and not finished
         self.finished: dict[str, str] = {}  # host -> the last task it finished
         self.checks: list[CheckRow] = []
+        self.diffs: dict[str, dict[str, list[dict[str, str]]]] = {}
 
     def __call__(self, event: Event) -> None:
         kind = event.get("event", "")
@@ -114,6 +210,10 @@ class Tracker:
             self.finished[host] = task
             if kind == "runner_on_ok" and data.get("res", {}).get("changed"):
                 self.changes.setdefault(host, {}).setdefault(data.get("role", ""), []).append(task)
+                if text := render_diff(data["res"]):
+                    self.diffs.setdefault(host, {}).setdefault(data.get("role", ""), []).append(
+                        {"task": task, "diff": text}
+                    )
             if task.startswith(CHECK_PREFIX) and kind != "runner_on_unreachable":
                 self._check(kind, host, task, data.get("res", {}))
         for failure in _failures_from_event(event):
@@ -141,6 +241,42 @@ class Tracker:
             label = item.get("_ansible_item_label")
             row = f"{name} {label}" if label is not None else name
             self.checks.extend(_rows(host, row, item))
+
+
+def render_diff(result: dict[str, Any]) -> str:
+    """A task result's diff (--diff) as unified text: the modules' before/after (kubernetes.core
+    gives objects, template and copy give text) or a diff they prepared themselves."""
+    import difflib
+
+    import yaml
+
+    parts = [result.get("diff")] if isinstance(result.get("diff"), dict) else result.get("diff") or []
+    for item in result.get("results") or []:  # a loop: each item's own diff
+        parts += [item["diff"]] if isinstance(item.get("diff"), dict) else item.get("diff") or []
+    texts = []
+    for part in parts:
+        if not isinstance(part, dict):
+            continue
+        if part.get("prepared"):
+            texts.append(str(part["prepared"]).rstrip("\n"))
+            continue
+        if "before" not in part and "after" not in part:
+            continue
+
+        def lines(value: Any) -> list[str]:
+            if value is None or value == "":
+                return []
+            text = value if isinstance(value, str) else yaml.safe_dump(value, sort_keys=True, default_flow_style=False)
+            return text.splitlines()
+
+        before, after = lines(part.get("before")), lines(part.get("after"))
+        if before == after:
+            continue
+        texts.append("\n".join(difflib.unified_diff(
+            before, after, str(part.get("before_header", "before")), str(part.get("after_header", "after")),
+            lineterm="",
+        )))  # fmt: skip
+    return "\n".join(texts)
 
 
 def _rows(host: str, name: str, item: dict[str, Any]) -> list[CheckRow]:
@@ -250,17 +386,24 @@ def inventory_prometheus_url(variables: dict[str, Any]) -> str | None:
     return value if isinstance(value, str) and value.startswith(("http://", "https://")) else None
 
 
-def planned_tasks(playbook: str, inventory: Path, limit: str | None = None, tags: str | None = None) -> dict[str, int]:
+def planned_tasks(playbook: str, inventory: Path, options: PlaybookOptions | None = None) -> dict[str, int]:
     """Tasks per host as listed statically (--list-hosts --list-tasks): the progress display's totals.
 
     Dynamic includes and handlers are not listed, so the figure is a floor, not a promise."""
+    options = options or PlaybookOptions()
     private = _new_private_dir(False)
-    cmdline = " ".join(filter(None, ["--list-hosts --list-tasks", f"--tags {tags}" if tags else ""]))
+    # What selects hosts and tasks; a prompt (vault, become) would wait here for an answer nobody gives.
+    listing = PlaybookOptions(
+        limit=options.limit, tags=options.tags, skip_tags=options.skip_tags, extra_vars=options.extra_vars,
+        vault_password_files=options.vault_password_files, vault_ids=tuple(v for v in options.vault_ids
+                                                                           if not v.endswith("prompt")),
+    )  # fmt: skip
+    cmdline = shlex.join(["--list-hosts", "--list-tasks", *listing.args()])
     import ansible_runner  # here, not at the top: `gpufleet bench` runs without it (on a GPU host)
 
     result = ansible_runner.run(
         private_data_dir=str(private), project_dir=str(REPO_ROOT), playbook=str(REPO_ROOT / playbook),
-        inventory=str(inventory.resolve()), ident="list", limit=limit, cmdline=cmdline, quiet=True,
+        inventory=str(inventory.resolve()), ident="list", cmdline=cmdline, quiet=True,
         envvars=ansible_env(),
     )  # fmt: skip
     totals: dict[str, int] = {}
@@ -294,7 +437,14 @@ def run_playbook(
     on_event: Callable[[Event], None] | None = None,
     cancel: Callable[[], bool] | None = None,
     extravars: dict[str, Any] | None = None,
+    options: PlaybookOptions | None = None,
+    passwords: dict[str, str] | None = None,
 ) -> Summary:
+    """Run a playbook of the checkout. limit, tags and check are shorthands for the same options;
+    passwords answer ansible-playbook's prompts (PROMPTS' keys) from memory."""
+    options = options or PlaybookOptions()
+    options = replace(options, limit=limit or options.limit, tags=tags or options.tags, check=check or options.check)
+    check = options.check
     private = _new_private_dir(check)
     tracker = Tracker()
 
@@ -304,7 +454,7 @@ def run_playbook(
             on_event(event)
         return True
 
-    cmdline = " ".join(filter(None, ["--check --diff" if check else "", f"--tags {tags}" if tags else ""]))
+    cmdline = shlex.join(options.args())
     started = time.monotonic()
     import ansible_runner
 
@@ -314,8 +464,9 @@ def run_playbook(
         playbook=str(REPO_ROOT / playbook),
         inventory=str(inventory.resolve()),
         ident="run",
-        limit=limit,
         cmdline=cmdline or None,
+        passwords={PROMPTS[key]: value for key, value in (passwords or {}).items()} or None,
+        suppress_env_files=True,  # ansible-runner would write the passwords (and -e, envvars) to env/ on disk
         event_handler=handle,
         cancel_callback=cancel,
         quiet=quiet,
@@ -333,7 +484,7 @@ def run_playbook(
         playbook, result.status, result.rc, str(run_dir), round(time.monotonic() - started, 1), check,
         hosts, tracker.failures, tracker.changes, tracker.running if cancelled else {},
         {h: t for h, t in tracker.finished.items() if h not in tracker.running} if cancelled else {},
-        tracker.checks,
+        tracker.checks, options.shown(), tracker.diffs,
     )  # fmt: skip
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / SUMMARY_FILE).write_text(json.dumps(summary.as_dict(), indent=2) + "\n")
@@ -342,6 +493,8 @@ def run_playbook(
 
 def print_summary(summary: Summary, out: IO[str]) -> None:
     print(f"\n{summary.playbook}: {summary.status} in {summary.seconds:.1f}s (artifacts: {summary.run_dir})", file=out)
+    if summary.options:
+        print(f"options: {shlex.join(summary.options)}", file=out)
     print(f"{'host':16} {'ok':>5} {'changed':>8} {'failed':>7} {'unreachable':>12}", file=out)
     for host, counts in sorted(summary.hosts.items()):
         print(
@@ -385,3 +538,15 @@ def print_plan(summary: Summary, out: IO[str]) -> None:
     for host in sorted(summary.changes):
         for role, tasks in sorted(summary.changes[host].items()):
             print(f"  {host:16} {role or '(play)':24} {len(tasks):3} task(s): {', '.join(tasks)}", file=out)
+            for shown in summary.diffs.get(host, {}).get(role, []):
+                lines = shown["diff"].splitlines()
+                print(f"    --- {shown['task']}", file=out)
+                for line in lines[:PLAN_DIFF_LINES]:
+                    print(f"    {line}", file=out)
+                if len(lines) > PLAN_DIFF_LINES:
+                    print(f"    ... {len(lines) - PLAN_DIFF_LINES} more line(s): the whole diff is in "
+                          f"{summary.run_dir}/{SUMMARY_FILE}", file=out)  # fmt: skip
+
+
+# A diff longer than this (a CRD's whole object, on a first converge) is cut on the terminal, kept whole in the summary.
+PLAN_DIFF_LINES = 40

@@ -24,7 +24,7 @@ from conftest import wait_for
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from gpufleet.lab import LAB_INVENTORY, REPO_ROOT, charts_dir, lab_dir
+from gpufleet.lab import LAB_INVENTORY, REPO_ROOT, lab_dir
 from gpufleet.lab import k8s as labk8s
 from gpufleet.lab import nodes as labnodes
 
@@ -36,7 +36,6 @@ TUNNEL_BASE_PORT = 19500  # the node's tunnel is on base + its slot; the lab's o
 # Not the lab inventory's GPU node (worker-gpu1), where the main job's exporter holds the host port.
 # The tunnel host is the main job's too: this run takes its tunnels over (a converge gives them back).
 GPU_NODE = labnodes.nodes_of("gpu")[1]
-pytestmark = pytest.mark.skipif(not charts_dir().is_dir(), reason=f"the released charts are not in {charts_dir()}")
 
 
 def release(namespace: str) -> str:

@@ -10,17 +10,15 @@ import sys
 import urllib.request
 from pathlib import Path
 
-import pytest
 from kubernetes import client
 
-from gpufleet.lab import LAB_INVENTORY, REPO_ROOT, charts_dir
+from gpufleet.lab import LAB_INVENTORY, REPO_ROOT
 from gpufleet.lab import k8s as labk8s
 from gpufleet.lab import nodes as labnodes
 
 PLAYBOOK = Path(__file__).parent / "playbooks" / "monitoring_chart.yml"
 HELM = labk8s.bin_dir() / "helm"
 NODE_EXPORTER_PORT = 9109
-pytestmark = pytest.mark.skipif(not charts_dir().is_dir(), reason=f"the released charts are not in {charts_dir()}")
 
 
 def converge(namespace: str, version: str) -> dict:

@@ -77,7 +77,7 @@ def converged() -> subprocess.CompletedProcess[str]:
     tests share this one."""
     if not lab.running_hosts():
         pytest.fail("the lab is down: run `gpufleet lab up` (make lab-tests does)")
-    proc = gpufleet("--json", "up")
+    proc = gpufleet("--json", "up", "-i", str(lab.LAB_INVENTORY.parent))
     assert proc.returncode == 0, proc.stderr[-4000:]
     return proc
 

@@ -22,6 +22,7 @@ from conftest import GPU_NODE, GPUFLEET, PROMETHEUS, TUNNEL_HOST, gpufleet, in_h
 from gpufleet import lab, runner
 
 SCHEMA = json.loads(runner.SUMMARY_SCHEMA.read_text())
+LAB = str(lab.LAB_INVENTORY.parent)  # named: gpufleet never takes the lab's inventory unasked
 
 
 def variant_inventory(tmp_path: Path, hosts: dict[str, dict[str, object]]) -> Path:
@@ -106,14 +107,14 @@ def test_a_failing_and_an_unreachable_host_are_named_the_others_complete_and_a_r
     assert slots() == {"gpu2": 2, "gpu9": 3, GPU_NODE: 1}
     assert "19401" in in_host(TUNNEL_HOST, f"cat /etc/gpufleet/tunnels/{GPU_NODE}.env").stdout
     # gpu2 and gpu9 leave the inventory: the next run removes their tunnels and targets.
-    assert gpufleet("up").returncode == 0
+    assert gpufleet("up", "-i", LAB).returncode == 0
     assert in_host(TUNNEL_HOST, "ls /etc/gpufleet/tunnels").stdout.split() == [f"{GPU_NODE}.env"]
     assert slots() == {GPU_NODE: 1}
     assert tunnel_targets_become([GPU_NODE]) == [GPU_NODE]
 
 
 def test_ctrl_c_cancels_cleanly_and_a_rerun_converges(converged):
-    proc = subprocess.Popen([*GPUFLEET, "up"], stderr=subprocess.PIPE, text=True, cwd=lab.REPO_ROOT)
+    proc = subprocess.Popen([*GPUFLEET, "up", "-i", LAB], stderr=subprocess.PIPE, text=True, cwd=lab.REPO_ROOT)
     assert proc.stderr is not None
     for line in proc.stderr:
         if line.startswith("play: Tunnels"):
@@ -126,7 +127,7 @@ def test_ctrl_c_cancels_cleanly_and_a_rerun_converges(converged):
     # Each host's place: the task it was in, or (a cancel often lands between two tasks) the last it finished.
     assert re.search(r"(interrupted in|stopped after) '.+'", rest), rest
     # A re-run converges; nothing was left doubled.
-    again = gpufleet("--json", "up")
+    again = gpufleet("--json", "up", "-i", LAB)
     assert again.returncode == 0, again.stderr
     assert len(in_host(GPU_NODE, "cat /var/lib/gpufleet-tunnel/.ssh/authorized_keys").stdout.splitlines()) == 1
     assert tunnel_targets_become([GPU_NODE]) == [GPU_NODE]

@@ -46,7 +46,10 @@ def test_prometheus_rescheduled_keeps_its_configuration_and_its_data(converged):
 
 def test_gpu_node_rebooted_mid_converge_then_a_rerun_completes(converged):
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gpufleet.cli", "up"], stderr=subprocess.PIPE, text=True, cwd=lab.REPO_ROOT
+        [sys.executable, "-m", "gpufleet.cli", "up", "-i", str(lab.LAB_INVENTORY.parent)],
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=lab.REPO_ROOT,
     )
     assert proc.stderr is not None
     for line in proc.stderr:

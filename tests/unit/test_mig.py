@@ -22,7 +22,7 @@ def test_counts_and_unknown_models_are_named():
 
 
 def test_the_real_h200_capture_is_a_known_model():
-    # shared/reference's nvidia-smi names the GPU "NVIDIA H200".
+    # The captured H200's nvidia-smi (tests/fixtures) names the GPU "NVIDIA H200".
     assert mig.model_key("NVIDIA H200") in mig.PROFILES
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from gpufleet import runner
 from gpufleet.runner import Summary, Tracker, _failures_from_event, print_summary
 
 
@@ -227,3 +228,45 @@ def test_the_lab_inventory_runs_production_s_site_yml_which_has_no_lab_play(tmp_
     assert runner.site_playbook(runner.inventory_vars(lab.scale_inventory(2).parent)) == lab.PLAYBOOK
     production = (runner.REPO_ROOT / "site.yml").read_text()
     assert "lab_" not in production and "lab/" not in production
+
+
+def test_plan_shows_each_changed_tasks_diff_per_host_and_role():
+    tracker = Tracker()
+    k8s = {"before": {"spec": {"replicas": 1}}, "after": {"spec": {"replicas": 2}}}
+    template = [
+        {"before": "port=1\n", "after": "port=2\n", "before_header": "/etc/a.env", "after_header": "/etc/a.env"}
+    ]
+    for role, task, diff in (("vllm", "Apply the Deployment", k8s), ("telemetry_tunnel", "Write the env", template)):
+        data = {"host": "localhost", "task": task, "role": role, "res": {"changed": True, "diff": diff}}
+        tracker({"event": "runner_on_ok", "event_data": data})
+    unchanged = {
+        "host": "localhost",
+        "task": "Same",
+        "role": "vllm",
+        "res": {"changed": True, "diff": {"before": "x", "after": "x"}},
+    }
+    tracker({"event": "runner_on_ok", "event_data": unchanged})
+    summary = Summary("site.yml", "successful", 0, "runs/x", 1.0, True, changes=tracker.changes, diffs=tracker.diffs)
+    out = io.StringIO()
+    runner.print_plan(summary, out)
+    text = out.getvalue()
+    assert "    -  replicas: 1\n" in text and "    +  replicas: 2\n" in text
+    assert "--- /etc/a.env" in text and "-port=1" in text and "+port=2" in text
+    assert [d["task"] for d in tracker.diffs["localhost"]["vllm"]] == ["Apply the Deployment"]
+
+
+def test_a_long_diff_is_cut_on_the_terminal_and_kept_whole_in_the_summary():
+    after = {f"key{i}": i for i in range(200)}
+    data = {
+        "host": "h",
+        "task": "Apply CRD",
+        "role": "monitoring",
+        "res": {"changed": True, "diff": {"before": {}, "after": after}},
+    }
+    tracker = Tracker()
+    tracker({"event": "runner_on_ok", "event_data": data})
+    summary = Summary("site.yml", "successful", 0, "runs/x", 1.0, True, changes=tracker.changes, diffs=tracker.diffs)
+    out = io.StringIO()
+    runner.print_plan(summary, out)
+    assert "more line(s): the whole diff is in runs/x/summary.json" in out.getvalue()
+    assert "+key199: 199" in tracker.diffs["h"]["monitoring"][0]["diff"]

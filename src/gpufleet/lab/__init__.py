@@ -4,7 +4,7 @@ The lab inventory (``inventories/lab/hosts.yml``) names the clusters' real nodes
 started with the control planes by ``lab.k8s``); a scale inventory names plain hosts, which
 this module starts, so the inventory Ansible uses and the containers that exist never
 disagree. Everything the lab writes lives under ``.lab/`` in the checkout: a project-local
-containers.conf (the quirks of ../shared/LAB-NOTES.md, without touching /etc), the SSH key
+containers.conf (podman's quirks on this kind of machine, without touching /etc), the SSH key
 Ansible logs in with, and the pinned known_hosts.
 """
 
@@ -262,20 +262,42 @@ def check_prerequisites(path: Path = DEBIAN_REQUIREMENTS) -> None:
         raise LabError(
             f"missing lab prerequisites: {found}. Run scripts/setup.sh, or: apt-get install {' '.join(missing)}"
         )
-    absent = [chart for chart in LAB_CHARTS if not (charts_dir() / chart).is_file()]
-    if absent:
-        raise LabError(
-            f"missing lab prerequisites: the released charts {', '.join(absent)} in {charts_dir()}."
-            " Put them there (the folder beside the checkout, ../shared/charts), or set GPUFLEET_CHARTS_DIR"
-        )
+    problems = chart_problems()
+    if problems:
+        raise LabError(f"missing lab prerequisites: {'; '.join(problems)}")
 
 
-# The real charts the lab installs (no chart repository is reachable here): beside the checkout.
+# The real charts, as released, travel with the checkout (lab/charts, each checked against its
+# SHA256SUMS line): no chart repository is reachable from the lab, and a clone needs nothing beside it.
+CHARTS_DIR = REPO_ROOT / "lab" / "charts"
 LAB_CHARTS = ("kube-prometheus-stack-79.0.1.tgz", "gpu-operator-v25.3.4.tgz")
 
 
 def charts_dir() -> Path:
-    return Path(os.environ.get("GPUFLEET_CHARTS_DIR", REPO_ROOT.parent / "shared" / "charts"))
+    """lab/charts, or another folder of released charts (GPUFLEET_CHARTS_DIR) holding the same files."""
+    return Path(os.environ.get("GPUFLEET_CHARTS_DIR", CHARTS_DIR))
+
+
+def chart_checksums() -> dict[str, str]:
+    """chart file -> sha256, from lab/charts/SHA256SUMS (sha256sum's format)."""
+    sums = {}
+    for line in (CHARTS_DIR / "SHA256SUMS").read_text().splitlines():
+        digest, _, name = line.partition("  ")
+        if digest:
+            sums[name.strip()] = digest
+    return sums
+
+
+def chart_problems() -> list[str]:
+    """Each chart SHA256SUMS lists that is missing from charts_dir() or differs from its checksum."""
+    problems = []
+    for name, digest in chart_checksums().items():
+        path = charts_dir() / name
+        if not path.is_file():
+            problems.append(f"the released chart {name} is not in {charts_dir()}")
+        elif hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+            problems.append(f"{path} is not the released chart: its sha256 differs from lab/charts/SHA256SUMS")
+    return problems
 
 
 def ensure_image(log: bool = True) -> str:

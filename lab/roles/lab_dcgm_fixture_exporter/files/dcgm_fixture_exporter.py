@@ -7,7 +7,7 @@ dcgm-exporter publishes for the counters file it is given, with synthetic values
 so the telemetry path (tunnel, Prometheus, verifier) can be tested on hosts
 without a GPU. Fields listed as unsupported are served with DCGM's blank
 sentinel, as the real exporter does for fields a GPU does not support.
-Identity labels default to the H200 captured in shared/reference.
+Identity labels default to the H200 captured in tests/fixtures/nvidia-smi-q-x.h200.xml.
 """
 
 from __future__ import annotations

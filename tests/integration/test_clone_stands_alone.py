@@ -1,0 +1,74 @@
+"""A clone of the repository needs nothing beside it: the released charts the lab and the tests
+install travel with it (lab/charts, checked against SHA256SUMS), and no file reads a folder
+outside the checkout.
+
+The clone is of what is committed (HEAD), into an empty folder, as a user clones it."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpufleet.lab import REPO_ROOT
+
+# Places outside a checkout that an earlier layout read (the lab machine's ../shared).
+OUTSIDE = ("shared/charts", "shared/reference")
+
+
+@pytest.fixture(scope="module")
+def clone(tmp_path_factory) -> Path:
+    target = tmp_path_factory.mktemp("empty") / "gpufleet"
+    subprocess.run(["git", "clone", "--quiet", "--no-local", str(REPO_ROOT), str(target)], check=True)
+    return target
+
+
+def env_without_overrides() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k not in ("GPUFLEET_CHARTS_DIR", "GPUFLEET_LAB_DIR")}
+
+
+def test_the_lab_finds_its_prerequisites_inside_the_clone(clone):
+    probe = "from gpufleet import lab; lab.check_prerequisites(); print(lab.charts_dir())"
+    found = subprocess.run(
+        [sys.executable, "-c", probe], env={**env_without_overrides(), "PYTHONPATH": str(clone / "src")},
+        capture_output=True, text=True, cwd=clone,
+    )  # fmt: skip
+    assert found.returncode == 0, found.stderr
+    assert Path(found.stdout.strip()) == clone / "lab" / "charts"
+
+
+def test_every_chart_in_the_clone_matches_its_checksum(clone):
+    sums = dict(reversed(line.split("  ")) for line in (clone / "lab/charts/SHA256SUMS").read_text().splitlines())
+    assert {"kube-prometheus-stack-79.0.1.tgz", "gpu-operator-v25.3.4.tgz"} <= sums.keys()
+    for name, digest in sums.items():
+        assert hashlib.sha256((clone / "lab/charts" / name).read_bytes()).hexdigest() == digest, name
+
+
+def test_the_lab_inventory_resolves_its_charts_inside_the_clone(clone):
+    shown = subprocess.run(
+        ["ansible", "localhost", "-i", str(clone / "inventories/lab"), "-c", "local", "-m", "ansible.builtin.debug",
+         "-a", "msg={{ monitoring_chart_ref }}|{{ gpu_operator_chart_ref }}"],
+        env={**env_without_overrides(), "ANSIBLE_CONFIG": str(clone / "ansible.cfg")},
+        capture_output=True, text=True, cwd=clone,
+    )  # fmt: skip
+    assert shown.returncode == 0, shown.stdout + shown.stderr
+    refs = shown.stdout.split('"msg": "', 1)[1].split('"', 1)[0].split("|")
+    for ref in refs:
+        path = Path(ref).resolve()
+        assert path.is_relative_to(clone.resolve()) and path.is_file(), ref
+
+
+def test_no_file_reads_a_folder_beside_the_checkout(clone):
+    tracked = subprocess.run(["git", "ls-files"], cwd=clone, capture_output=True, text=True, check=True)
+    readers = [
+        name
+        for name in tracked.stdout.splitlines()
+        if name.endswith((".py", ".sh", ".yml", ".yaml", ".cfg", ".j2")) or name == "Makefile"
+        if name != "tests/integration/test_clone_stands_alone.py"
+        if any(place in (clone / name).read_text(errors="replace") for place in OUTSIDE)
+    ]
+    assert readers == []
