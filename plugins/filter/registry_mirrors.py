@@ -26,6 +26,7 @@ class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {
             "registry_mirrors_checked": _checked(rm.normalize),
+            "registry_mirror_problems": rm.problems,
             "containerd_hosts_toml": _checked(rm.containerd_hosts_toml),
             "k3s_registries": _checked(rm.k3s_registries),
             "docker_registry_mirrors": _checked(rm.docker_registry_mirrors),

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .validate import placeholder
+
 # The field holding each notifier's credential or address, inline or as a file (Alertmanager's
 # configuration reference); one of them must be set.
 CREDENTIALS: dict[str, tuple[str, ...]] = {
@@ -54,4 +56,23 @@ def config_problems(config: dict[str, Any], variable: str) -> list[str]:
                         f"{where}.{kind}[{j}] ({receiver['name']}) has none of {', '.join(fields)}: "
                         "put the credential in your vault"
                     )
+                for field in fields:
+                    if placeholder((notifier or {}).get(field)):
+                        problems.append(
+                            f"{where}.{kind}[{j}].{field} ({receiver['name']}) is a placeholder, not a credential:"
+                            " put the real one in your vault"
+                        )
     return problems
+
+
+# The labels that say where an alert is, in the order a reader looks for them.
+WHERE_LABELS = ("job", "instance", "namespace", "pod", "node", "Hostname", "gpu")
+
+
+def alert_summary(alert: dict[str, Any]) -> str:
+    """One line for an alert of Prometheus's /api/v1/alerts: its name, where it is, and its summary."""
+    labels, annotations = alert.get("labels") or {}, alert.get("annotations") or {}
+    where = ", ".join(f"{key}={labels[key]}" for key in WHERE_LABELS if labels.get(key))
+    line = str(labels.get("alertname", "unnamed")) + (f" ({where})" if where else "")
+    summary = annotations.get("summary") or annotations.get("description")
+    return f"{line}: {summary}" if summary else line

@@ -25,11 +25,26 @@ def prometheus_scalar(url: str, promql: str, at: float) -> float | None:
     return float(result[0]["value"][1]) if result else None
 
 
+def prometheus_label_values(url: str, selector: str, label: str, at: float) -> list[str]:
+    """The values a label takes over the series a selector matches at a time (none: [])."""
+    from .prometheus_verify import query
+
+    return sorted({str(r["metric"][label]) for r in query(url, f"count by ({label}) ({selector})", at)
+                   if r["metric"].get(label)})  # fmt: skip
+
+
+# The label the lab's FIXTURE dcgm-exporter puts on every series (no real exporter has it): figures
+# from such series are synthetic, and the report says so.
+STAND_IN_LABEL = "gpufleet_stand_in"
+
+
 class PrometheusGpu:
     """Per level, from the DCGM exporter's series in Prometheus: mean utilisation, framebuffer
-    and power over the steady window, energy as the delta of the energy counter (mJ)."""
+    and power over the steady window, energy as the delta of the energy counter (mJ). Series of a
+    stand-in exporter (STAND_IN_LABEL) are named as such in ``source`` and each level's figures."""
 
     source = "prometheus (DCGM)"
+    stand_in: str | None = None
 
     def __init__(self, prometheus_url: str, selector: str = "", exporter_interval_s: float = 30.0) -> None:
         self.url, self.selector, self.interval = prometheus_url, selector, exporter_interval_s
@@ -45,8 +60,13 @@ class PrometheusGpu:
         end, start = self._scalar(energy, level.window_end), self._scalar(energy, level.window_start)
         joules = (end - start) / 1000 if end is not None and start is not None else None
         tokens = level.output_tokens_per_s * window
+        stand_in = prometheus_label_values(self.url, f"DCGM_FI_DEV_POWER_USAGE{sel}", STAND_IN_LABEL, level.window_end)
+        if stand_in:
+            self.stand_in = ",".join(stand_in)
+            self.source = f"prometheus (DCGM STAND-IN {self.stand_in}: synthetic values, no GPU measured)"
         level.gpu = {
             "source": self.source,
+            "stand_in": self.stand_in,
             "util_mean_pct": self._scalar(f"avg(avg_over_time(DCGM_FI_DEV_GPU_UTIL{sel}{span}))", level.window_end),
             "fb_used_mean_mib": self._scalar(f"avg(avg_over_time(DCGM_FI_DEV_FB_USED{sel}{span}))", level.window_end),
             "power_mean_w": self._scalar(f"sum(avg_over_time(DCGM_FI_DEV_POWER_USAGE{sel}{span}))", level.window_end),

@@ -916,6 +916,8 @@ class BenchResult:
     fixed_length: dict[str, Any] = field(default_factory=dict)  # were ignore_eos/min_tokens sent, and why
     dialect: dict[str, Any] = field(default_factory=dict)  # how the server streams, as met
     gpu_source: str = "none"
+    # the stand-in the GPU figures came from (the lab's FIXTURE exporter), None for a real GPU's
+    gpu_stand_in: str | None = None
     warnings: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
@@ -1026,5 +1028,6 @@ def run_benchmark(cfg: BenchConfig, gpu: Any = None, server: Any = None) -> Benc
         fixed_length=fixed,
         dialect=dialect,
         gpu_source=getattr(gpu, "source", "unnamed") if gpu is not None else "none",
+        gpu_stand_in=getattr(gpu, "stand_in", None),
         warnings=warnings,
     )

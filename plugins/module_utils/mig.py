@@ -27,14 +27,45 @@ PROFILES: dict[str, dict[str, int]] = {
     "H200 NVL": _H200,
 }
 SLICES = 7
+# Each model's GPU splits into 8 memory slices (A30: 4 compute, 4 memory); a profile takes the share
+# of them its memory is of the whole (User Guide, "MIG Device Names" and the profile tables).
+MEMORY_SLICES = 8
+_SMALL = {"A30": (4, 4)}  # model -> (compute slices, memory slices) where not (7, 8)
 
 
 def model_key(gpu_name: str) -> str:
     return gpu_name.removeprefix("NVIDIA ").strip()
 
 
+def _memory_gb(profile: str) -> float:
+    return float(profile.split(".", 1)[1].removesuffix("gb"))
+
+
+def capacity(model: str) -> tuple[int, int]:
+    """A model's (compute slices, memory slices)."""
+    return _SMALL.get(model, (SLICES, MEMORY_SLICES))
+
+
+def memory_slices(model: str, profile: str) -> int:
+    """The memory slices a profile takes on a model: its memory over one slice's (the full profile's / N)."""
+    whole = max(PROFILES[model], key=lambda p: PROFILES[model][p])
+    return round(_memory_gb(profile) / (_memory_gb(whole) / capacity(model)[1]))
+
+
+def _fit_problem(name: str, layout: dict[str, int], model: str) -> str | None:
+    compute, memory = capacity(model)
+    used = sum(PROFILES[model][p] * c for p, c in layout.items())
+    if used > compute:
+        return f"{name}: takes {used} compute slices, a GPU has {compute}"
+    used = sum(memory_slices(model, p) * c for p, c in layout.items())
+    if used > memory:
+        return f"{name}: takes {used} memory slices, a GPU has {memory}"
+    return None
+
+
 def layout_problems(name: str, layout: object, gpu_name: str | None = None) -> list[str]:
-    """What is wrong with one layout (profile -> count), for any GPU or for the named model."""
+    """What is wrong with one layout (profile -> count), for any GPU or for the named model: profiles it
+    does not offer, counts that are not positive, more compute or memory slices than the GPU has."""
     if not isinstance(layout, dict) or not layout:
         return [f"{name} must map MIG profiles to counts, e.g. {{1g.18gb: 7}}"]
     if gpu_name is not None:
@@ -51,11 +82,29 @@ def layout_problems(name: str, layout: object, gpu_name: str | None = None) -> l
             problems.append(f"{name}.{profile}: not a MIG profile ({where} {', '.join(offered)})")
         elif not isinstance(count, int) or isinstance(count, bool) or count < 1:
             problems.append(f"{name}.{profile}={count!r}: the count must be a positive integer")
-    if not problems:
-        used = sum(offered[p] * c for p, c in layout.items())
-        if used > SLICES:
-            problems.append(f"{name}: takes {used} compute slices, a GPU has {SLICES}")
+    if problems:
+        return problems
+    # The models the layout could be for: the named one, else each whose table has all its profiles.
+    models = [model_key(gpu_name)] if gpu_name else [m for m, t in PROFILES.items() if set(layout) <= set(t)]
+    fits = [problem for m in models if (problem := _fit_problem(name, layout, m))]
+    if models and len(fits) == len(models):  # too big for every GPU it could be for
+        problems.append(fits[0])
+    elif not models:
+        problems.append(f"{name}: no GPU offers all of {', '.join(layout)} together")
     return problems
+
+
+def single_strategy_problems(name: str, layouts: object) -> list[str]:
+    """With the operator's MIG strategy `single`, every GPU of a node is split into one profile only
+    (GPU Operator docs, "MIG strategies"): a layout of several profiles needs `mixed`."""
+    if not isinstance(layouts, dict):
+        return []
+    return [
+        f"{name}.{layout_name}: {', '.join(layout)} are several profiles; the strategy single takes one profile"
+        " per layout (use mixed)"
+        for layout_name, layout in layouts.items()
+        if isinstance(layout, dict) and len(layout) > 1
+    ]
 
 
 def parted_config(layouts: dict[str, dict[str, int]]) -> dict[str, Any]:

@@ -44,13 +44,13 @@ def _url(value: object, where: str) -> str:
     return str(value).rstrip("/")
 
 
-def normalize(mirrors: object) -> list[dict[str, Any]]:
-    """Check a list of mirror entries; raise MirrorError naming the entry and the field."""
+def normalize(mirrors: object, variable: str = "gpufleet_registry_mirrors") -> list[dict[str, Any]]:
+    """Check a list of mirror entries; raise MirrorError naming the variable, the entry and the field."""
     if not isinstance(mirrors, list):
-        raise MirrorError("gpufleet_registry_mirrors must be a list of {registry, endpoints} entries")
+        raise MirrorError(f"{variable} must be a list of {{registry, endpoints}} entries")
     result = []
     for index, entry in enumerate(mirrors):
-        where = f"gpufleet_registry_mirrors[{index}]"
+        where = f"{variable}[{index}]"
         if not isinstance(entry, dict):
             raise MirrorError(f"{where} must be a mapping with registry and endpoints")
         unknown = sorted(set(entry) - _KEYS)
@@ -84,8 +84,20 @@ def normalize(mirrors: object) -> list[dict[str, Any]]:
     registries = [m["registry"] for m in result]
     duplicates = sorted({r for r in registries if registries.count(r) > 1})
     if duplicates:
-        raise MirrorError(f"gpufleet_registry_mirrors: {', '.join(duplicates)} listed more than once")
+        raise MirrorError(f"{variable}: {', '.join(duplicates)} listed more than once")
     return result
+
+
+def problems(mirrors: object, variable: str, docker: bool = False) -> list[str]:
+    """What normalize (and, for Docker, docker_registry_mirrors) would refuse, as a list: empty when the
+    entries are well formed."""
+    try:
+        normalize(mirrors, variable)
+        if docker:
+            docker_registry_mirrors(mirrors, variable)
+    except MirrorError as exc:
+        return [str(exc)]
+    return []
 
 
 def split_reference(reference: str) -> tuple[str, str]:
@@ -150,13 +162,13 @@ def k3s_registries(mirrors: object) -> dict[str, Any]:
     return document
 
 
-def docker_registry_mirrors(mirrors: object) -> list[str]:
+def docker_registry_mirrors(mirrors: object, variable: str = "gpufleet_registry_mirrors") -> list[str]:
     """Docker's daemon.json registry-mirrors: Docker consults mirrors for Docker Hub only."""
-    entries = normalize(mirrors)
+    entries = normalize(mirrors, variable)
     for index, m in enumerate(entries):
         if m["registry"] == DOCKER_HUB and m["project"]:
             raise MirrorError(
-                f"gpufleet_registry_mirrors[{index}].project: Docker's registry-mirrors cannot add a path prefix;"
+                f"{variable}[{index}].project: Docker's registry-mirrors cannot add a path prefix;"
                 " point Docker at a mirror that serves Docker Hub at its root, or leave docker out of the engines"
             )
     return [e for m in entries if m["registry"] == DOCKER_HUB for e in m["endpoints"]]

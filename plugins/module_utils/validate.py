@@ -79,9 +79,11 @@ def dns_label(value: object) -> bool:
 # --- the `check:` vocabulary of the roles' argument specs ------------------------------------
 # Each option of a role's meta/argument_specs.yml that a type alone cannot keep right carries
 # `check:` with one of the kinds below, or a range such as `1..65535` (either end may be left
-# open) or `0 or 30000..32767`. The action plugin check_values applies them before a role
-# changes anything or needs the network; tests/unit/test_argument_specs.py makes sure every
-# option has a constraint.
+# open) or `0 or 30000..32767`; `or empty` where "" is a setting of its own beside a non-empty
+# default ("" is otherwise checked like any value wherever the default is not empty). The
+# action plugin check_values applies them before a role changes anything or needs the network;
+# tests/unit/test_argument_specs.py makes sure every option has a constraint. A kind in
+# RELATIONS also checks the parts of a value against each other (a limit and its request).
 
 _DNS_SUBDOMAIN = re.compile(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _QUALIFIED_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
@@ -261,11 +263,112 @@ def k8s_resources(value: object) -> bool:
     return all(k8s_quantity(str(q)) for q in [*requests.values(), *limits.values()])
 
 
+_QUANTITY_FACTORS = {"": 1, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
+                     "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}  # fmt: skip
+
+
+def quantity_value(value: object) -> float:
+    """A Kubernetes quantity (see k8s_quantity) as a number: 512Mi -> 536870912, 500m -> 0.5."""
+    match = _QUANTITY.match(str(value))
+    if not match:
+        raise ValueError(f"{value!r} is not a Kubernetes quantity")
+    return float(str(value)[: len(str(value)) - len(match[2] or "")]) * _QUANTITY_FACTORS[match[2] or ""]
+
+
+def resources_problem(value: object) -> str | None:
+    """A limit below its request: the API server refuses the pod ("must be less than or equal to
+    <resource> limit", ValidateResourceRequirements in pkg/apis/core/validation/validation.go)."""
+    if not isinstance(value, dict):
+        return None
+    requests, limits = value.get("requests") or {}, value.get("limits") or {}
+    for name, limit in limits.items():
+        if name in requests and quantity_value(limit) < quantity_value(requests[name]):
+            return (
+                f"limits.{name}={limit} is below requests.{name}={requests[name]}: raise the limit or lower the request"
+            )
+    return None
+
+
+def toleration_problem(value: object) -> str | None:
+    """A toleration the API server refuses (validateTolerations in pkg/apis/core/validation/validation.go):
+    an empty key needs operator Exists; operator Exists takes no value; tolerationSeconds needs effect NoExecute."""
+    if not isinstance(value, dict):
+        return None
+    operator = value.get("operator") or "Equal"
+    if not value.get("key") and operator != "Exists":
+        return "an empty key matches every taint only with operator Exists: set key, or operator: Exists"
+    if operator == "Exists" and value.get("value"):
+        return f"operator Exists matches any value: remove value={value['value']}, or use operator: Equal"
+    if value.get("tolerationSeconds") is not None and value.get("effect") != "NoExecute":
+        return "tolerationSeconds applies to effect NoExecute only"
+    return None
+
+
+# Labels a kubelet may set on its own Node (k8s.io/kubelet/pkg/apis/well_known_labels.go, enforced by the
+# kubelet's --node-labels validation and the NodeRestriction admission plugin): in the kubernetes.io and
+# k8s.io namespaces only these keys and prefixes; node-role.kubernetes.io/ is for an administrator to set.
+KUBELET_LABELS = frozenset(
+    ["kubernetes.io/hostname", "kubernetes.io/arch", "kubernetes.io/os", "beta.kubernetes.io/arch",
+     "beta.kubernetes.io/os", "beta.kubernetes.io/instance-type", "node.kubernetes.io/instance-type",
+     "failure-domain.beta.kubernetes.io/region", "failure-domain.beta.kubernetes.io/zone",
+     "topology.kubernetes.io/region", "topology.kubernetes.io/zone"]
+)  # fmt: skip
+KUBELET_LABEL_PREFIXES = ("kubelet.kubernetes.io/", "node.kubernetes.io/")
+
+
+def kubelet_label_problem(value: object) -> str | None:
+    """A label a kubelet may not set on itself: it would refuse to start (k3s passes them as --node-labels)."""
+    if not isinstance(value, dict):
+        return None
+    for key in value:
+        domain = str(key).rpartition("/")[0]
+        reserved = domain in ("kubernetes.io", "k8s.io") or domain.endswith((".kubernetes.io", ".k8s.io"))
+        if reserved and key not in KUBELET_LABELS and not str(key).startswith(KUBELET_LABEL_PREFIXES):
+            return (
+                f"{key}: a kubelet may not set labels in the kubernetes.io and k8s.io namespaces except"
+                f" {', '.join(KUBELET_LABEL_PREFIXES)} and the well-known ones; label the Node from the cluster"
+                " (kubectl label node) or use a prefix of your own"
+            )
+    return None
+
+
+def https_url(value: object) -> bool:
+    """An https:// URL; plain http only to a loopback address (a local fixture or mirror): what is
+    downloaded across networks comes over TLS."""
+    match = _URL.match(value) if isinstance(value, str) else None
+    if not match or not url(value):
+        return False
+    if match["scheme"] == "https":
+        return True
+    name = match["host"].strip("[]")
+    return name == "localhost" or (ip_address(name) and ipaddress.ip_address(name).is_loopback)
+
+
+# What the examples and vault templates put where a secret goes (inventories/prod's vault.yml.example
+# writes CHANGE-ME...): a secret that still holds one was never filled in.
+_PLACEHOLDER = re.compile(
+    r"change[-_ ]?me|replace[-_ ]?me|fill[-_ ]?me|^<.*>$|^(todo|tbd|xxx+|secret|password|example)$", re.IGNORECASE
+)
+
+
+def placeholder(value: object) -> bool:
+    return isinstance(value, str) and bool(_PLACEHOLDER.search(value.strip()))
+
+
+# Rules between the parts of one value (a limit and its request), applied once its kind's format holds.
+RELATIONS: dict[str, Callable[[object], str | None]] = {
+    "k8s_resources": resources_problem,
+    "toleration": toleration_problem,
+    "kubelet_labels": kubelet_label_problem,
+}
+
+
 KINDS: dict[str, tuple[Callable[[object], bool], str]] = {
     "port": (port, "a port, 1-65535"),
     "host": (host, "an IP address or a DNS name, without scheme, port or path"),
     "host_port": (host_port, "host:port"),
     "url": (url, "an http:// or https:// URL with a host"),
+    "https_url": (https_url, "an https:// URL (plain http only to a loopback address)"),
     "ip_address": (ip_address, "an IP address"),
     "ip_network": (ip_network, "a network in CIDR notation with no host bits set, e.g. 10.213.240.0/24"),
     "absolute_path": (absolute_path, "an absolute path"),
@@ -276,6 +379,11 @@ KINDS: dict[str, tuple[Callable[[object], bool], str]] = {
     "k8s_namespace": (dns_label, "a Kubernetes namespace: a DNS label (lower case, RFC 1123, at most 63 characters)"),
     "helm_release": (helm_release, "a helm release name (lower-case RFC 1123 label, at most 53 characters)"),
     "labels": (labels, "Kubernetes labels: keys [prefix/]name, values of at most 63 characters"),
+    "kubelet_labels": (labels, "Kubernetes labels: keys [prefix/]name, values of at most 63 characters"),
+    "toleration": (
+        lambda v: isinstance(v, dict),
+        "a toleration {key, operator: Equal or Exists, value, effect}",
+    ),
     "label_key": (label_key, "a Kubernetes label key, [prefix/]name"),
     "annotations": (annotation_map, "Kubernetes annotations: keys [prefix/]name, string values"),
     "image": (image_reference, "an image reference pinned by a tag other than latest, or by a digest"),
@@ -314,6 +422,10 @@ def check_value(check: str, value: object) -> str | None:
         alternative = alternative.strip()
         if alternative == "preflight":
             return None  # checked by the role's preflight, against something only the role knows
+        if alternative == "empty":  # "" is a setting of its own (the option's description says which)
+            if value == "":
+                return None
+            continue
         if alternative in KINDS:
             test, wanted = KINDS[alternative]
             if test(value):
@@ -343,17 +455,38 @@ def check_options(options: dict[str, dict[str, object]], values: dict[str, objec
             continue
         value, label = values[name], f"{where}{name}"
         items = list(enumerate(value)) if spec.get("type") == "list" and isinstance(value, list) else None
-        if "check" in spec and value not in (None, ""):
+        # An empty value passes where empty is the default (unset); where the default is a value, "" is a
+        # value set, and checked.
+        emptied = value == "" and spec.get("default") not in (None, "")
+        if spec.get("no_log") and placeholder(value):
+            problems.append(f"{label} (value hidden) is a placeholder, not a secret: put the real one in your vault")
+            continue
+        if "check" in spec and (value not in (None, "") or emptied):
             for index, item in items if items is not None else [(None, value)]:
+                at = label if index is None else f"{label}[{index}]"
                 wanted = check_value(str(spec["check"]), item)
                 if wanted:
-                    at = label if index is None else f"{label}[{index}]"
                     shown = " (value hidden)" if spec.get("no_log") else f"={item}"
                     problems.append(f"{at}{shown} must be {wanted}")
+                elif (relation := RELATIONS.get(str(spec["check"]))) and (problem := relation(item)):
+                    problems.append(f"{at}: {problem}")
         sub = spec.get("options")
         if isinstance(sub, dict):
             for index, item in items if items is not None else [(None, value)]:
                 if isinstance(item, dict):
                     at = label if index is None else f"{label}[{index}]"
                     problems += check_options(sub, item, f"{at}.")
+    return problems
+
+
+def owned_flag_problems(args: object, variable: str, owned: dict[str, str]) -> list[str]:
+    """Flags of a free-form argument list that the role already renders from a variable of its own
+    (owned: flag -> what sets it): given twice, the server takes whichever its parser meets last, and
+    the role's checks and probes no longer describe what runs. Underscores count as dashes, as
+    vLLM's own parser reads them."""
+    problems = []
+    for index, arg in enumerate(args if isinstance(args, list) else []):
+        flag = str(arg).split("=", 1)[0].replace("_", "-")
+        if flag in owned:
+            problems.append(f"{variable}[{index}]={arg}: the role sets {flag} from {owned[flag]}; set that instead")
     return problems

@@ -188,6 +188,12 @@ gpu_source:
   description: Where the GPU figures came from (nvml, prometheus (DCGM) or none).
   returned: success
   type: str
+gpu_stand_in:
+  description: >-
+    The stand-in exporter the GPU figures came from (its series carry the label gpufleet_stand_in,
+    as the lab's FIXTURE dcgm-exporter's do): synthetic values, no GPU measured. Null for a real GPU.
+  returned: success
+  type: str
 """
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib

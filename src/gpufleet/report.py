@@ -28,6 +28,9 @@ def _fmt(value: float | None, spec: str) -> str:
     return format(value, spec) if _number(value) else "-"
 
 
+STAND_IN_MARK = "*"
+
+
 def _marks(result: dict[str, Any], i: int, lv: dict[str, Any]) -> list[str]:
     marks = []
     if i == result.get("knee_index"):
@@ -61,8 +64,9 @@ def ladder_rows(result: dict[str, Any]) -> list[list[str]]:
                 _ms(lv["e2e"]["p50"]),
                 _ms(lv["e2e"]["p99"]),
                 f"{errors} ({lv.get('error_rate', 0):.0%})" if errors else "0",
-                _fmt(gpu.get("power_mean_w"), ".0f"),
-                _fmt(gpu.get("tokens_per_joule"), ".2f"),
+                # A stand-in's figures carry a mark that the notes explain: synthetic, no GPU measured.
+                _fmt(gpu.get("power_mean_w"), ".0f") + STAND_IN_MARK * bool(gpu.get("stand_in")),
+                _fmt(gpu.get("tokens_per_joule"), ".2f") + STAND_IN_MARK * bool(gpu.get("stand_in")),
             ]
         )
     return rows
@@ -119,6 +123,11 @@ def notes(result: dict[str, Any]) -> list[str]:
                 f" waiting at most {_fmt(server.get('waiting_max'), '.0f')}"
             )
     lines.append(f"GPU figures: {result.get('gpu_source', 'none')}")
+    if result.get("gpu_stand_in"):
+        lines.append(
+            f"{STAND_IN_MARK} GPU power and tokens per joule come from a STAND-IN exporter"
+            f" ({result['gpu_stand_in']}): synthetic values, no GPU was measured"
+        )
     return lines
 
 

@@ -16,6 +16,7 @@ import pytest
 
 from gpufleet.lab import REPO_ROOT
 
+ANSIBLE = str(Path(sys.executable).parent / "ansible")  # beside this Python, as the CLI runs ansible-playbook
 # Places outside a checkout that an earlier layout read (the lab machine's ../shared).
 OUTSIDE = ("shared/charts", "shared/reference")
 
@@ -50,16 +51,17 @@ def test_every_chart_in_the_clone_matches_its_checksum(clone):
 
 def test_the_lab_inventory_resolves_its_charts_inside_the_clone(clone):
     shown = subprocess.run(
-        ["ansible", "localhost", "-i", str(clone / "inventories/lab"), "-c", "local", "-m", "ansible.builtin.debug",
-         "-a", "msg={{ monitoring_chart_ref }}|{{ gpu_operator_chart_ref }}"],
-        env={**env_without_overrides(), "ANSIBLE_CONFIG": str(clone / "ansible.cfg")},
+        [ANSIBLE, "localhost", "-i", str(clone / "inventories/lab"), "-c", "local", "-m", "ansible.builtin.debug",
+         "-a", "msg={{ gpufleet_lab_charts }}"],
+        env={**env_without_overrides(), "ANSIBLE_CONFIG": str(clone / "ansible.cfg"),
+             "ANSIBLE_CALLBACK_RESULT_FORMAT": "json"},
         capture_output=True, text=True, cwd=clone,
     )  # fmt: skip
     assert shown.returncode == 0, shown.stdout + shown.stderr
-    refs = shown.stdout.split('"msg": "', 1)[1].split('"', 1)[0].split("|")
-    for ref in refs:
-        path = Path(ref).resolve()
-        assert path.is_relative_to(clone.resolve()) and path.is_file(), ref
+    charts = Path(shown.stdout.split('"msg": "', 1)[1].split('"', 1)[0]).resolve()
+    assert charts == (clone / "lab" / "charts").resolve()
+    # The monitoring and gpu_operator roles' pinned versions, as the lab installs them.
+    assert (charts / "kube-prometheus-stack-79.0.1.tgz").is_file() and (charts / "gpu-operator-v25.3.4.tgz").is_file()
 
 
 def test_no_file_reads_a_folder_beside_the_checkout(clone):

@@ -251,6 +251,10 @@ def test_verify_and_bench_reach_the_deployed_vllm(converged, tmp_path):
     for level in result["levels"]:
         assert level["completed"] > 0 and level["output_tokens"] > 0 and not sum(level["errors"].values()), level
     assert result["gpu_source"].startswith("prometheus"), result["gpu_source"]  # the inventory's Prometheus
+    # The lab's DCGM exporter is the FIXTURE stand-in: its power and tokens per joule are marked as synthetic.
+    assert result["gpu_stand_in"] == "dcgm-fixture" and "STAND-IN" in result["gpu_source"], result["gpu_source"]
+    assert all(level["gpu"]["stand_in"] == "dcgm-fixture" for level in result["levels"])
+    assert "no GPU was measured" in bench.stderr
     # The tokens it served reach the main cluster's Prometheus as vLLM's own counter, through the tunnel.
     served = sum(level["output_tokens"] for level in result["levels"])
     query = urllib.parse.urlencode(

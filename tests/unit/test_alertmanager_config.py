@@ -26,3 +26,17 @@ def test_routes_must_name_existing_receivers():
     config = {**GOOD, "route": {"receiver": "oncall", "routes": [{"receiver": "nobody"}]}}
     assert config_problems(config, "v") == ["v.route: receiver nobody is not in v.receivers"]
     assert "default receiver" in config_problems({"receivers": GOOD["receivers"]}, "v")[0]
+
+
+def test_an_alert_is_named_with_where_it_is_and_its_summary():
+    from ansible_collections.gpufleet.platform.plugins.module_utils.alertmanager import alert_summary
+
+    alert = {
+        "labels": {"alertname": "TargetDown", "job": "kubelet", "namespace": "kube-system", "severity": "warning"},
+        "annotations": {"summary": "One or more targets are unreachable."},
+        "state": "firing",
+    }
+    assert (
+        alert_summary(alert) == "TargetDown (job=kubelet, namespace=kube-system): One or more targets are unreachable."
+    )
+    assert alert_summary({"labels": {"alertname": "Watchdog"}}) == "Watchdog"

@@ -161,4 +161,6 @@ def test_every_tolerations_option_is_the_same_schema():
     first, *rest = schemas
     for name in rest:
         assert schemas[name] == schemas[first], f"{name} differs from {first}"
-    assert set(schemas[first]) == {"key", "operator", "value", "effect"}
+    assert set(schemas[first]) == {"key", "operator", "value", "effect", "tolerationSeconds"}
+    # The API server's rules between the fields (validateTolerations) are one check, on every one.
+    assert {spec.get("check") for spec in TOLERATIONS.values()} == {"toleration"}

@@ -44,3 +44,39 @@ def test_report_shows_errors_with_the_servers_words_power_and_efficiency(tmp_pat
     page = report.html_report(result, "t")
     assert "the server said" in page and "bad field min_tokens" in page
     assert "GPU power and efficiency (nvml)" in page and page.count("<svg") == 4
+
+
+def test_gpu_figures_from_a_stand_in_exporter_are_marked_in_the_table_the_report_and_the_json(monkeypatch):
+    from ansible_collections.gpufleet.platform.plugins.module_utils import bench_telemetry, prometheus_verify
+
+    def query(url, promql, at):  # the lab Prometheus' answers for the FIXTURE exporter's series
+        if promql.startswith("count by (gpufleet_stand_in)"):
+            return [{"metric": {"gpufleet_stand_in": "dcgm-fixture"}, "value": [at, "1"]}]
+        return [{"metric": {}, "value": [at, "480"]}]
+
+    monkeypatch.setattr(prometheus_verify, "query", query)
+    gpu = bench_telemetry.PrometheusGpu("http://prometheus:9090")
+    good = lb.RequestRecord(scheduled=1.0, start=1.0, end=1.5, first_token=1.1, tokens=4, content_events=4,
+                            event_times=[1.1, 1.2, 1.3, 1.4])  # fmt: skip
+    level = lb.judge_level(lb.BenchConfig(base_url="x"), 1, [good], [], 0.1, 1.0, 4.0)
+    gpu(level)
+    assert level.gpu["stand_in"] == "dcgm-fixture"
+    result = lb.BenchResult({}, [level], None, None, 0.0, 1.0, gpu_source=gpu.source, gpu_stand_in=gpu.stand_in)
+    data = result.as_dict()
+    assert data["gpu_stand_in"] == "dcgm-fixture" and "STAND-IN" in data["gpu_source"]
+    table = report.ladder_table(data)
+    assert " 480* " in table and "synthetic values, no GPU was measured" in table
+    assert "STAND-IN dcgm-fixture" in report.html_report(data, "t")
+
+
+def test_a_real_exporters_figures_carry_no_mark(monkeypatch):
+    from ansible_collections.gpufleet.platform.plugins.module_utils import bench_telemetry, prometheus_verify
+
+    monkeypatch.setattr(prometheus_verify, "query", lambda url, promql, at: [] if "count by" in promql
+                        else [{"metric": {}, "value": [at, "480"]}])  # fmt: skip
+    gpu = bench_telemetry.PrometheusGpu("http://prometheus:9090")
+    level = lb.judge_level(lb.BenchConfig(base_url="x"), 1, [], [], 0.1, 1.0, 4.0)
+    gpu(level)
+    assert level.gpu["stand_in"] is None and gpu.source == "prometheus (DCGM)"
+    data = lb.BenchResult({}, [level], None, None, 0.0, 1.0, gpu_source=gpu.source).as_dict()
+    assert "*" not in report.ladder_table(data).splitlines()[1] and "STAND-IN" not in report.ladder_table(data)

@@ -19,6 +19,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 INT64_BLANK = 9223372036854775794  # DCGM_INT64_NOT_SUPPORTED
+STAND_IN_LABEL = "gpufleet_stand_in"  # bench_telemetry.STAND_IN_LABEL reads it
 START = time.time()
 
 
@@ -68,6 +69,9 @@ class Fixture:
             "modelName": a.model_name,
             a.host_label: a.node_name,
             "DCGM_FI_DRIVER_VERSION": a.driver_version,
+            # Not dcgm-exporter's: the stand-in names itself in every series, so that a figure read from
+            # it (gpufleet bench's power and tokens per joule) is shown as synthetic, never as a GPU's.
+            STAND_IN_LABEL: "dcgm-fixture",
         }
         return ",".join(f'{k}="{v}"' for k, v in pairs.items())
 
