@@ -14,8 +14,23 @@ from typing import Any
 
 import yaml
 from ansible.errors import AnsibleActionFail, AnsibleError
+from ansible.module_utils.common.validation import check_type_bool, check_type_float, check_type_int
 from ansible.plugins.action import ActionBase
 from ansible_collections.gpufleet.platform.plugins.module_utils.validate import check_options
+
+
+# How Ansible's own argument validation reads a string as the option's type (`-e name=15000` gives "15000").
+_CONVERT = {"int": check_type_int, "float": check_type_float, "bool": check_type_bool}
+
+
+def _as_typed(value: Any, kind: Any) -> Any:
+    """A string as the spec's int, float or bool, as argument validation takes it; else unchanged."""
+    if isinstance(value, str) and kind in _CONVERT:
+        try:
+            return _CONVERT[kind](value)
+        except TypeError:
+            return value  # argument validation names it
+    return value
 
 
 class ActionModule(ActionBase):
@@ -33,9 +48,9 @@ class ActionModule(ActionBase):
         entry_point = self._task.args.get("entry_point", "main")
         options = yaml.safe_load(spec_file.read_text())["argument_specs"][entry_point].get("options") or {}
         values = {}
-        for name in options:
+        for name, spec in options.items():
             try:
-                values[name] = self._templar.template(task_vars[name])
+                values[name] = _as_typed(self._templar.template(task_vars[name]), spec.get("type"))
             except (KeyError, AnsibleError):
                 continue  # unset, or no value yet (an omitted default): the role's own checks deal with it
         problems = check_options(options, values)

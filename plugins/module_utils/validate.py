@@ -407,12 +407,16 @@ def _bound(text_value: str) -> float | None:
     return float(text_value) if text_value else None
 
 
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
 def _range_wanted(low: float | None, high: float | None) -> str:
     if low is not None and high is not None:
-        return f"a number in {low:g}-{high:g}"
+        return f"a number in {_num(low)}-{_num(high)}"
     if low is not None:
-        return f"a number of at least {low:g}"
-    return f"a number of at most {high:g}" if high is not None else "a number"
+        return f"a number of at least {_num(low)}"
+    return f"a number of at most {_num(high)}" if high is not None else "a number"
 
 
 def check_value(check: str, value: object) -> str | None:

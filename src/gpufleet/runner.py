@@ -251,8 +251,16 @@ def render_diff(result: dict[str, Any]) -> str:
     import yaml
 
     parts = [result.get("diff")] if isinstance(result.get("diff"), dict) else result.get("diff") or []
-    for item in result.get("results") or []:  # a loop: each item's own diff
-        parts += [item["diff"]] if isinstance(item.get("diff"), dict) else item.get("diff") or []
+    # A loop's items, and kubernetes.core.k8s's list of definitions (result.results), each with its own.
+    inner = result["result"].get("results") or [] if isinstance(result.get("result"), dict) else []
+    for item in [*(result.get("results") or []), *inner]:
+        found = [item["diff"]] if isinstance(item.get("diff"), dict) else item.get("diff") or []
+        obj = item.get("result") if isinstance(item.get("result"), dict) else {}
+        meta = obj.get("metadata") or {}
+        where = f"{meta['namespace']}/" if meta.get("namespace") else ""
+        name = f"{obj.get('kind', '')} {where}{meta.get('name', '')}"
+        parts += [{"before_header": name, "after_header": name, **d} if name.strip() and isinstance(d, dict) else d
+                  for d in found]  # fmt: skip
     texts = []
     for part in parts:
         if not isinstance(part, dict):
@@ -266,6 +274,8 @@ def render_diff(result: dict[str, Any]) -> str:
         def lines(value: Any) -> list[str]:
             if value is None or value == "":
                 return []
+            if isinstance(value, dict):
+                value = _without_server_fields(value)
             text = value if isinstance(value, str) else yaml.safe_dump(value, sort_keys=True, default_flow_style=False)
             return text.splitlines()
 
@@ -277,6 +287,22 @@ def render_diff(result: dict[str, Any]) -> str:
             lineterm="",
         )))  # fmt: skip
     return "\n".join(texts)
+
+
+# What the API server keeps on an object by itself: no change of the user's, so left out of a diff.
+SERVER_FIELDS = ("managedFields", "resourceVersion", "generation", "uid", "creationTimestamp")
+SERVER_ANNOTATIONS = ("deprecated.daemonset.template.generation", "deployment.kubernetes.io/revision")
+
+
+def _without_server_fields(obj: dict[str, Any]) -> dict[str, Any]:
+    if not isinstance(obj.get("metadata"), dict):
+        return obj
+    metadata = {k: v for k, v in obj["metadata"].items() if k not in SERVER_FIELDS}
+    annotations = {k: v for k, v in (metadata.get("annotations") or {}).items() if k not in SERVER_ANNOTATIONS}
+    metadata = {k: v for k, v in metadata.items() if k != "annotations"}
+    if annotations:
+        metadata["annotations"] = annotations
+    return {**{k: v for k, v in obj.items() if k != "status"}, "metadata": metadata}
 
 
 def _rows(host: str, name: str, item: dict[str, Any]) -> list[CheckRow]:

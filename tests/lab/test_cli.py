@@ -267,3 +267,23 @@ def test_verify_and_bench_reach_the_deployed_vllm(converged, tmp_path):
         counted = float(found[0]["value"][1]) if found else 0.0
         time.sleep(2)
     assert counted >= served, f"Prometheus counts {counted} generated tokens, the benchmark received {served}"
+
+
+def test_plan_shows_each_change_as_a_diff_per_host_and_role_and_changes_nothing(converged):
+    proc = gpufleet("--json", "plan", "-i", LAB, "-e", "dcgm_exporter_collect_interval_ms=15000")
+    assert proc.returncode == 0, proc.stderr
+    document = summary_of(proc)
+    assert document["check"] and "<dcgm_exporter_collect_interval_ms>" in document["options"]
+    [diff] = [d["diff"] for d in document["diffs"]["localhost"]["dcgm_exporter"] if "DaemonSet" in d["diff"]]
+    assert diff.startswith("--- DaemonSet gpu-monitoring/dcgm-exporter"), diff
+    assert re.search(r"^-\s+- '30000'$", diff, re.M) and re.search(r"^\+\s+- '15000'$", diff, re.M), diff
+    assert "managedFields" not in diff  # what the API server keeps by itself is no change of the user's
+    assert "plan: what would change, per host and role" in proc.stderr and "+        - '15000'" in proc.stderr
+    # A plan is a dry run: the exporter still runs with the inventory's interval.
+    from kubernetes import client, config
+
+    from gpufleet.lab import k8s as labk8s
+
+    apps = client.AppsV1Api(config.new_client_from_config(str(labk8s.kubeconfig_path("gpu"))))
+    args = apps.read_namespaced_daemon_set("dcgm-exporter", "gpu-monitoring").spec.template.spec.containers[0].args
+    assert args[args.index("-c") + 1] == "30000"
