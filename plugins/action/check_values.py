@@ -18,7 +18,6 @@ from ansible.module_utils.common.validation import check_type_bool, check_type_f
 from ansible.plugins.action import ActionBase
 from ansible_collections.gpufleet.platform.plugins.module_utils.validate import check_options
 
-
 # How Ansible's own argument validation reads a string as the option's type (`-e name=15000` gives "15000").
 _CONVERT = {"int": check_type_int, "float": check_type_float, "bool": check_type_bool}
 

@@ -15,7 +15,8 @@ from ansible.parsing.vault import VaultLib, VaultSecret
 
 from gpufleet import cli, runner
 
-VAULT_PASSWORD = "correct horse battery"  # a test's own vault, made here; nothing it guards
+VAULT_PASSWORD = "correct horse battery"  # pragma: allowlist secret (a test's own vault)
+VAULTED = "s3cret"  # pragma: allowlist secret (what that vault holds)
 SEEN = {
     "check": "{{ ansible_check_mode }}",
     "diff": "{{ ansible_diff_mode }}",
@@ -60,7 +61,7 @@ def project(tmp_path, monkeypatch) -> Path:
 @pytest.fixture
 def vaulted(project) -> Path:
     """The inventory holds a vault-encrypted value, as the README's real-fleet path has it."""
-    encrypted = VaultLib([(DEFAULT_VAULT_ID_MATCH, VaultSecret(VAULT_PASSWORD.encode()))]).encrypt("s3cret").decode()
+    encrypted = VaultLib([(DEFAULT_VAULT_ID_MATCH, VaultSecret(VAULT_PASSWORD.encode()))]).encrypt(VAULTED).decode()
     (project / "inventory" / "group_vars" / "all.yml").write_text(
         "secret: !vault |\n  " + encrypted.strip().replace("\n", "\n  ") + "\n"
     )
@@ -101,12 +102,12 @@ def test_extra_vars_inline_and_from_a_file_relative_to_the_callers_folder(projec
 
 def test_vault_password_file_decrypts_the_inventorys_vault(vaulted, capsys):
     code, _, seen = run(vaulted, capsys, "--vault-password-file", str(vaulted / "vault-pass"))
-    assert code == 0 and seen["secret"] == "s3cret"
+    assert code == 0 and seen["secret"] == VAULTED
 
 
 def test_vault_id_with_a_file(vaulted, capsys):
     code, summary, seen = run(vaulted, capsys, "--vault-id", f"default@{vaulted / 'vault-pass'}")
-    assert code == 0 and seen["secret"] == "s3cret"
+    assert code == 0 and seen["secret"] == VAULTED
     assert "--vault-id" in summary["options"]
 
 
@@ -114,7 +115,7 @@ def test_ask_vault_pass_answers_ansible_playbooks_prompt_from_memory(vaulted, ca
     asked = []
     monkeypatch.setattr("getpass.getpass", lambda prompt: asked.append(prompt) or VAULT_PASSWORD)
     code, _, seen = run(vaulted, capsys, "--ask-vault-pass")
-    assert code == 0 and seen["secret"] == "s3cret"
+    assert code == 0 and seen["secret"] == VAULTED
     assert asked == ["Vault password: "]
     # The password is in no file of the run (ansible-runner's pexpect loop answered from memory).
     assert not any(
