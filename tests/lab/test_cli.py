@@ -143,7 +143,7 @@ def test_a_second_converge_in_a_real_terminal_changes_nothing_and_its_display_re
     would cost CI another minute)."""
     width = 72
     session = f"gpufleet-test-{os.getpid()}"
-    command = f"cd {lab.REPO_ROOT} && {' '.join(GPUFLEET)} up; echo EXIT=$?; sleep 30"
+    command = f"cd {lab.REPO_ROOT} && {' '.join(GPUFLEET)} up -i {LAB}; echo EXIT=$?; sleep 30"
     env = {**os.environ, "TERM": "xterm-256color"}
     subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", str(width), "-y", "40", command], check=True,
                    env=env)  # fmt: skip
