@@ -13,6 +13,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
+from gpufleet.lib.k8s_validate import describe
+
 # The checkout: the playbooks, inventories and roles the CLI runs.
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RUNS_DIR = REPO_ROOT / "runs"
@@ -61,9 +63,8 @@ class PlaybookOptions:
         for value in self.extra_vars:
             out += ["--extra-vars", "@" + _absolute(value[1:]) if value.startswith("@") else value]
         for vault_id in self.vault_ids:
-            # LABEL@SOURCE or SOURCE, split as ansible's own parse_vault_id does; SOURCE 'prompt' or a file.
-            label, sep, source = vault_id.partition("@") if "@" in vault_id else ("", "", vault_id)
-            out += ["--vault-id", vault_id if source == "prompt" else f"{label}{sep}{_absolute(source)}"]
+            label, source = _vault_id_parts(vault_id)
+            out += ["--vault-id", vault_id if source == "prompt" else f"{label}@{_absolute(source)}".lstrip("@")]
         for path in self.vault_password_files:
             out += ["--vault-password-file", _absolute(path)]
         out += [flag for flag, on in (("--ask-vault-pass", self.ask_vault_pass), ("--become", self.become),
@@ -81,6 +82,13 @@ class PlaybookOptions:
             if arg == "--extra-vars" and not out[i + 1].startswith("@"):
                 out[i + 1] = "<" + ",".join(_extra_var_names(out[i + 1])) + ">"
         return out
+
+
+def _vault_id_parts(vault_id: str) -> tuple[str, str]:
+    """(LABEL, SOURCE) of LABEL@SOURCE or SOURCE, split as ansible's own parse_vault_id does; SOURCE is
+    'prompt' or a file."""
+    label, _, source = vault_id.partition("@") if "@" in vault_id else ("", "", vault_id)
+    return label, source
 
 
 def _absolute(path: str | None) -> str:
@@ -103,7 +111,7 @@ def _extra_var_names(value: str) -> list[str]:
 def vault_prompts(options: PlaybookOptions) -> list[str]:
     """What ansible-playbook will ask for on the terminal, given these options: 'vault' for
     --ask-vault-pass or a --vault-id LABEL@prompt, 'become' for --ask-become-pass."""
-    prompted = any(v.partition("@")[2 if "@" in v else 0] == "prompt" for v in options.vault_ids)
+    prompted = any(_vault_id_parts(v)[1] == "prompt" for v in options.vault_ids)
     asks = ["vault"] if options.ask_vault_pass or prompted else []
     return asks + (["become"] if options.ask_become_pass else [])
 
@@ -256,10 +264,8 @@ def render_diff(result: dict[str, Any]) -> str:
     for item in [*(result.get("results") or []), *inner]:
         found = [item["diff"]] if isinstance(item.get("diff"), dict) else item.get("diff") or []
         obj = item.get("result") if isinstance(item.get("result"), dict) else {}
-        meta = obj.get("metadata") or {}
-        where = f"{meta['namespace']}/" if meta.get("namespace") else ""
-        name = f"{obj.get('kind', '')} {where}{meta.get('name', '')}"
-        parts += [{"before_header": name, "after_header": name, **d} if name.strip() and isinstance(d, dict) else d
+        name = describe(obj) if obj.get("kind") else ""  # the object, as k8s_validate names it
+        parts += [{"before_header": name, "after_header": name, **d} if name and isinstance(d, dict) else d
                   for d in found]  # fmt: skip
     texts = []
     for part in parts:
