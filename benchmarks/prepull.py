@@ -24,11 +24,11 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
+import gpufleet_lab as lab
+import runner
 import yaml
-
-from gpufleet import lab, runner
-from gpufleet.lab import fixture_image
-from gpufleet.lab import k8s as labk8s
+from gpufleet_lab import fixture_image
+from gpufleet_lab import k8s as labk8s
 
 LAYERS, LAYER_MIB = 4, 80
 IMAGE_MIB = LAYERS * LAYER_MIB

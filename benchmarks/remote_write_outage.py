@@ -21,9 +21,8 @@ import itertools
 import time
 from pathlib import Path
 
+import gpufleet_lab as lab
 from gpufleet.lib import prometheus_verify as pv
-
-from gpufleet import lab
 
 INTERVAL = 5  # the scenario's telemetry_agent_scrape_interval
 SERIES = 'DCGM_FI_DEV_GPU_TEMP{job="gpufleet-dcgm",instance="rw-gpu",gpu="0"}'

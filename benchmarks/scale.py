@@ -23,10 +23,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+import gpufleet_lab as lab
+import runner
 import yaml
-
-from gpufleet import lab, runner
-from gpufleet.lab import k8s as labk8s
+from gpufleet_lab import k8s as labk8s
 
 NODE_PLAYS = "all:!localhost"  # site.yml without the plays that talk to cluster APIs
 

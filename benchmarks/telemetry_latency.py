@@ -20,10 +20,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "lab"))
 
+import gpufleet_lab as lab
+import runner
 from conftest import GPU_NODE, PROMETHEUS, TUNNEL_HOST, in_host, wait_for_tunnel
-
-from gpufleet import lab, runner
-from gpufleet.lab import k8s as labk8s
+from gpufleet_lab import k8s as labk8s
 
 QUERY = f'timestamp(DCGM_FI_DEV_GPU_UTIL{{instance="{GPU_NODE}"}})'
 

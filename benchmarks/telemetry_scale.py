@@ -28,10 +28,9 @@ import subprocess
 import time
 from pathlib import Path
 
+import gpufleet_lab as lab
 import yaml
 from gpufleet.lib import prometheus_verify as pv
-
-from gpufleet import lab
 
 INTERVAL = 5  # both Prometheus servers scrape every 5 s in the scenario
 BASE_PORT = 20000

@@ -19,11 +19,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "lab"))
 
+import gpufleet_lab as lab
+import runner
 from conftest import GPU_NODE, PROMETHEUS, link_outage, wait_for_tunnel
 from gpufleet.lib import prometheus_verify as pv
-
-from gpufleet import lab, runner
-from gpufleet.lab import k8s as labk8s
+from gpufleet_lab import k8s as labk8s
 
 QUERY = f'DCGM_FI_DEV_GPU_UTIL{{instance="{GPU_NODE}"}}'
 

@@ -37,13 +37,14 @@ fi
 
 python=$(command -v python3.11 || command -v python3)
 stamp=.venv/.gpufleet-setup
-want=$(cat requirements/constraints.txt requirements/dev.txt pyproject.toml | sha256sum | cut -c1-16)
+want=$(cat requirements/constraints.txt requirements/dev.txt pyproject.toml lab/pyproject.toml | sha256sum | cut -c1-16)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "setup: creating .venv with pinned packages"
   "$python" -m venv .venv
   .venv/bin/pip install -q --upgrade pip
   .venv/bin/pip install -q -c requirements/constraints.txt -r requirements/dev.txt
-  .venv/bin/pip install -q --no-deps -e .
+  # The product, and the built-in lab beside it (its own package: lab/pyproject.toml).
+  .venv/bin/pip install -q --no-deps -e . -e lab
   echo "$want" > "$stamp"
 fi
 echo "setup: ready (activate with: source .venv/bin/activate)"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -15,14 +16,39 @@ from typing import IO, Any
 
 from gpufleet.lib.k8s_validate import describe
 
-# The checkout: the playbooks, inventories and roles the CLI runs.
-REPO_ROOT = Path(__file__).resolve().parents[2]
-RUNS_DIR = REPO_ROOT / "runs"
+# Where each run's ansible-runner folder and summary go (and bench reports): ./runs unless set.
+RUNS_DIR = Path(os.environ.get("GPUFLEET_RUNS_DIR", "runs")).absolute()
 CHECK_PREFIX = "Check: "
 SUMMARY_FILE = "summary.json"
 SUMMARY_SCHEMA = Path(__file__).parent / "run-summary.schema.json"
 
 Event = dict[str, Any]
+COLLECTION = ("gpufleet", "platform")
+
+
+@functools.cache
+def collection_dir() -> Path:
+    """The folder of gpufleet.platform whose playbooks the CLI runs: GPUFLEET_COLLECTION_DIR when set;
+    the checkout this package runs from (an editable install: galaxy.yml beside src/); else an installed
+    collection, in the first of ansible's collection paths (ANSIBLE_COLLECTIONS_PATH, ansible.cfg's
+    collections_path, ~/.ansible/collections) that holds one."""
+    if os.environ.get("GPUFLEET_COLLECTION_DIR"):
+        return Path(os.environ["GPUFLEET_COLLECTION_DIR"]).resolve()
+    checkout = Path(__file__).resolve().parents[2]
+    if (checkout / "galaxy.yml").is_file() and (checkout / "site.yml").is_file():
+        return checkout
+    from ansible import constants  # here: `gpufleet bench` runs without ansible (on a GPU host)
+
+    searched = [Path(base).expanduser() / "ansible_collections" / Path(*COLLECTION)
+                for base in constants.COLLECTIONS_PATHS]  # fmt: skip
+    for candidate in searched:
+        if (candidate / "site.yml").is_file():
+            return candidate.resolve()
+    raise FileNotFoundError(
+        "gpufleet.platform is not installed where ansible looks for collections ("
+        + ", ".join(str(c) for c in searched)
+        + "): run `ansible-galaxy collection install gpufleet.platform`, or set GPUFLEET_COLLECTION_DIR"
+    )
 
 
 @dataclass(frozen=True)
@@ -370,11 +396,16 @@ def _new_private_dir(check: bool) -> Path:
 
 
 def ansible_env() -> dict[str, str]:
-    return {
-        "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"),
+    env = {
         # ansible-playbook from the same environment as this CLI, even when it is not activated.
         "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
     }
+    # The collection's own settings (a checkout's ansible.cfg), unless the caller chose a config; an
+    # installed collection has none, and ansible's usual search (./ansible.cfg, ~/.ansible.cfg) applies.
+    config = collection_dir() / "ansible.cfg"
+    if not os.environ.get("ANSIBLE_CONFIG") and config.is_file():
+        env["ANSIBLE_CONFIG"] = str(config)
+    return env
 
 
 def inventory_vars(inventory: Path, host: str = "localhost") -> dict[str, Any]:
@@ -402,12 +433,13 @@ def bench_target(variables: dict[str, Any]) -> tuple[str, str, str | None] | Non
 
 def site_playbook(variables: dict[str, Any]) -> str:
     """The playbook `gpufleet up` and `plan` run on an inventory: site.yml, or the one its
-    gpufleet_site_playbook names (relative to the checkout; the built-in lab's is lab/site.yml).
-    Raises ValueError, naming the variable, for a path outside the checkout or missing."""
+    gpufleet_site_playbook names (relative to the collection's folder; the built-in lab's is lab/site.yml).
+    Raises ValueError, naming the variable, for a path outside that folder or missing."""
     value = variables.get("gpufleet_site_playbook", "site.yml")
-    path = (REPO_ROOT / str(value)).resolve()
-    if not isinstance(value, str) or not path.is_relative_to(REPO_ROOT) or not path.is_file():
-        raise ValueError(f"gpufleet_site_playbook={value!r}: not a playbook in {REPO_ROOT}")
+    root = collection_dir()
+    path = (root / str(value)).resolve()
+    if not isinstance(value, str) or not path.is_relative_to(root) or not path.is_file():
+        raise ValueError(f"gpufleet_site_playbook={value!r}: not a playbook in {root}")
     return value
 
 
@@ -434,7 +466,7 @@ def planned_tasks(playbook: str, inventory: Path, options: PlaybookOptions | Non
     import ansible_runner  # here, not at the top: `gpufleet bench` runs without it (on a GPU host)
 
     result = ansible_runner.run(
-        private_data_dir=str(private), project_dir=str(REPO_ROOT), playbook=str(REPO_ROOT / playbook),
+        private_data_dir=str(private), project_dir=str(collection_dir()), playbook=str(collection_dir() / playbook),
         inventory=str(inventory.resolve()), ident="list", cmdline=cmdline, quiet=True,
         envvars=ansible_env(),
     )  # fmt: skip
@@ -492,8 +524,8 @@ def run_playbook(
 
     result = ansible_runner.run(
         private_data_dir=str(private),
-        project_dir=str(REPO_ROOT),
-        playbook=str(REPO_ROOT / playbook),
+        project_dir=str(collection_dir()),
+        playbook=str(collection_dir() / playbook),
         inventory=str(inventory.resolve()),
         ident="run",
         cmdline=cmdline or None,

@@ -9,6 +9,7 @@ could still change nothing on the machine running the tests."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
 
 import ansible_runner
@@ -16,7 +17,8 @@ import pytest
 import yaml
 
 from gpufleet import runner
-from gpufleet.lab import REPO_ROOT
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 CASES = yaml.safe_load((REPO_ROOT / "tests/badinput/cases.yml").read_text())
 RESULT_TASK = "Report the corpus results"
@@ -36,7 +38,7 @@ def case_block(case: dict[str, Any]) -> dict[str, Any]:
             {
                 "name": f"apply {case['role']}",
                 "ansible.builtin.include_role": {
-                    # The lab's roles are not in the collection: found by their short names (roles_path).
+                    # The lab's roles are not in the collection: found by their short names (ANSIBLE_ROLES_PATH).
                     "name": case["role"] if case["role"].startswith("lab_") else f"gpufleet.platform.{case['role']}",
                     "tasks_from": case.get("tasks_from", "main"),
                 },
@@ -85,7 +87,8 @@ def outcomes(tmp_path_factory) -> dict[str, Any]:
     result = ansible_runner.run(
         private_data_dir=str(work / "runner"), project_dir=str(REPO_ROOT), playbook=str(work / "corpus.yml"),
         inventory=str(work / "hosts.yml"), cmdline="--check", quiet=True, event_handler=on_event,
-        envvars={**runner.ansible_env(), "ANSIBLE_COLLECTIONS_PATH": str(REPO_ROOT / "collections")},
+        envvars={**runner.ansible_env(), "ANSIBLE_COLLECTIONS_PATH": str(REPO_ROOT / "collections"),
+                 "ANSIBLE_ROLES_PATH": str(REPO_ROOT / "lab" / "roles")},
     )  # fmt: skip
     assert result.rc == 0, result.stdout.read()[-3000:]
     assert seen["results"] is not None

@@ -13,8 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from gpufleet.lab import REPO_ROOT
+from gpufleet_lab import REPO_ROOT
 
 ANSIBLE = str(Path(sys.executable).parent / "ansible")  # beside this Python, as the CLI runs ansible-playbook
 # Places outside a checkout that an earlier layout read (the lab machine's ../shared).
@@ -33,7 +32,7 @@ def env_without_overrides() -> dict[str, str]:
 
 
 def test_the_lab_finds_its_prerequisites_inside_the_clone(clone):
-    probe = "from gpufleet import lab; lab.check_prerequisites(); print(lab.charts_dir())"
+    probe = "import gpufleet_lab as lab; lab.check_prerequisites(); print(lab.charts_dir())"
     found = subprocess.run(
         [sys.executable, "-c", probe], env={**env_without_overrides(), "PYTHONPATH": str(clone / "src")},
         capture_output=True, text=True, cwd=clone,
@@ -51,7 +50,7 @@ def test_every_chart_in_the_clone_matches_its_checksum(clone):
 
 def test_the_lab_inventory_resolves_its_charts_inside_the_clone(clone):
     shown = subprocess.run(
-        [ANSIBLE, "localhost", "-i", str(clone / "inventories/lab"), "-c", "local", "-m", "ansible.builtin.debug",
+        [ANSIBLE, "localhost", "-i", str(clone / "lab/inventory"), "-c", "local", "-m", "ansible.builtin.debug",
          "-a", "msg={{ gpufleet_lab_charts }}"],
         env={**env_without_overrides(), "ANSIBLE_CONFIG": str(clone / "ansible.cfg"),
              "ANSIBLE_CALLBACK_RESULT_FORMAT": "json"},

@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-from gpufleet.lab import REPO_ROOT
+from gpufleet_lab import REPO_ROOT
 
 FEATURES = {
     "gpu_operator_container_runtime": "k3s",

@@ -7,7 +7,7 @@
   every feature on) gives the objects production needs: the ClusterPolicy and Prometheus specs,
   Services, ServiceMonitors, and only images the versions file lists for mirroring.
 
-The install into a real API server is tests/k8s/test_real_chart_installs.py and the molecule
+The install into a real API server is lab/tests/k8s/test_real_chart_installs.py and the molecule
 scenarios of the monitoring and gpu_operator roles."""
 
 from __future__ import annotations
@@ -24,9 +24,8 @@ from typing import Any
 import pytest
 import yaml
 from ansible_collections.gpufleet.platform.plugins.filter.manifests import k8s_manifest_objects
-
-from gpufleet.lab import REPO_ROOT, charts_dir
-from gpufleet.lab import k8s as labk8s
+from gpufleet_lab import REPO_ROOT, charts_dir
+from gpufleet_lab import k8s as labk8s
 
 HELM = labk8s.bin_dir() / "helm"
 CHARTS = charts_dir()

@@ -4,7 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gpufleet.lab import REPO_ROOT
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 PLAYBOOK = Path(__file__).parent / "playbooks" / "triton_bad_config.yml"
 

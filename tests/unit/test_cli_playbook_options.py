@@ -45,7 +45,7 @@ PLAYBOOK = [
 
 @pytest.fixture
 def project(tmp_path, monkeypatch) -> Path:
-    monkeypatch.setattr(runner, "REPO_ROOT", tmp_path)
+    monkeypatch.setattr(runner, "collection_dir", lambda: tmp_path)
     monkeypatch.setattr(runner, "RUNS_DIR", tmp_path / "runs")
     monkeypatch.delenv("ANSIBLE_INVENTORY", raising=False)
     (tmp_path / "site.yml").write_text(yaml.safe_dump(PLAYBOOK, sort_keys=False))

@@ -41,7 +41,7 @@ def test_custom_resources_have_no_schema_here_and_are_named_as_skipped():
 
 
 def test_the_schema_accepts_what_only_the_api_server_refuses():
-    # Why the server-side dry run exists (tests/k8s/test_k8s_validate.py shows the API server refusing it).
+    # Why the server-side dry run exists (lab/tests/k8s/test_k8s_validate.py shows the API server refusing it).
     pod = deployment()
     pod["spec"]["template"]["spec"]["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists", "value": "x"}]
     assert k8s_validate.schema_problems([pod]) == ([], [])

@@ -1,5 +1,5 @@
 """Why a rollout cannot finish (plugins/module_utils/rollout.py), on objects shaped as the API returns them.
-The lab's drills (tests/lab/test_drills.py) prove the same against a real kubelet and containerd."""
+The lab's drills (lab/tests/e2e/test_drills.py) prove the same against a real kubelet and containerd."""
 
 import datetime
 

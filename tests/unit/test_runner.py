@@ -75,7 +75,7 @@ def test_a_check_run_does_not_leak_into_the_next_run(tmp_path, monkeypatch):
     import gpufleet.runner as runner
 
     monkeypatch.setattr(runner, "RUNS_DIR", tmp_path / "runs")
-    monkeypatch.setattr(runner, "REPO_ROOT", tmp_path)
+    monkeypatch.setattr(runner, "collection_dir", lambda: tmp_path)
     (tmp_path / "noop.yml").write_text("- hosts: localhost\n  gather_facts: false\n  tasks: []\n")
     inventory = tmp_path / "hosts"
     inventory.write_text("localhost ansible_connection=local\n")
@@ -218,16 +218,6 @@ def test_site_playbook_is_site_yml_or_the_inventorys_own_inside_the_checkout():
     for bad in ("../site.yml", "/etc/passwd", "playbooks/nothing.yml", ["site.yml"]):
         with pytest.raises(ValueError, match="gpufleet_site_playbook="):
             runner.site_playbook({"gpufleet_site_playbook": bad})
-
-
-def test_the_lab_inventory_runs_production_s_site_yml_which_has_no_lab_play(tmp_path, monkeypatch):
-    from gpufleet import lab, runner
-
-    assert runner.site_playbook(runner.inventory_vars(lab.LAB_INVENTORY.parent)) == "site.yml"
-    monkeypatch.setenv("GPUFLEET_LAB_DIR", str(tmp_path))
-    assert runner.site_playbook(runner.inventory_vars(lab.scale_inventory(2).parent)) == lab.PLAYBOOK
-    production = (runner.REPO_ROOT / "site.yml").read_text()
-    assert "lab_" not in production and "lab/" not in production
 
 
 def test_plan_shows_each_changed_tasks_diff_per_host_and_role():

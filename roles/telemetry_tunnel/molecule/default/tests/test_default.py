@@ -1,6 +1,6 @@
 """The tunnel carries the exporters and nothing else; its key can do nothing else.
 
-Attacks on the key (other forwards, PTY, agent, a different key) run on the lab in tests/lab.
+Attacks on the key (other forwards, PTY, agent, a different key) run on the lab in lab/tests/e2e.
 """
 
 import yaml

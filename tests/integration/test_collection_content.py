@@ -1,0 +1,57 @@
+"""The built collection holds the product and nothing else: galaxy.yml's manifest is an allow-list,
+and this lists the built archive against what a user of gpufleet.platform installs."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+# What a collection user gets: the playbooks and their roles and plugins, the example inventory, the
+# docs and the changelog. Anything else in the archive (tests, molecule scenarios, the lab, the CLI's
+# Python package, the harness) is a leak.
+PRODUCT = re.compile(
+    r"(MANIFEST|FILES)\.json|README\.md|CHANGELOG\.md|site\.yml|meta/runtime\.yml"
+    r"|changelogs/(changelog|config)\.yaml|docs/.+\.(md|rst|png|svg)|inventories/prod/.+\.yml(\.example)?|playbooks/[a-z0-9_]+\.yml"
+    r"|plugins/(action|doc_fragments|filter|modules|module_utils|test)/([a-z0-9_]+/)?[a-z0-9_]+\.py"
+    r"|roles/[a-z0-9_]+/(README\.md|(defaults|files|handlers|meta|tasks|templates|vars)/.+)"
+)
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
+    out = tmp_path_factory.mktemp("collection")
+    subprocess.run(
+        [str(Path(sys.executable).parent / "ansible-galaxy"), "collection", "build", "--output-path", str(out),
+         str(REPO_ROOT)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    (built,) = out.glob("gpufleet-platform-*.tar.gz")
+    with tarfile.open(built) as tar:
+        return {member.name for member in tar.getmembers() if member.isfile()}
+
+
+def tracked(*paths: str) -> set[str]:
+    listed = subprocess.run(["git", "ls-files", *paths], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
+    return set(listed.stdout.split())
+
+
+def test_it_holds_nothing_but_the_product(archive: set[str]) -> None:
+    leaks = sorted(name for name in archive if not PRODUCT.fullmatch(name))
+    assert not leaks, f"not product, yet in the built collection: {leaks}"
+
+
+def test_it_holds_every_role_plugin_and_playbook(archive: set[str]) -> None:
+    product = {name for name in tracked("roles", "plugins", "playbooks", "site.yml") if "/molecule/" not in name}
+    assert product - archive == set(), "product files missing from the built collection"
+
+
+def test_the_lab_and_the_tests_stay_out(archive: set[str]) -> None:
+    for outside in ("lab/", "tests/", "molecule/", "src/", "scripts/", "benchmarks/", "inventories/lab"):
+        assert not any(name.startswith(outside) for name in archive), outside
+    assert not any("/molecule/" in name for name in archive)
