@@ -24,20 +24,22 @@ demo: setup
 test: setup
 	@echo "test: the lab's Go tools and images build beside lint, unit tests and the engines (each step's output comes whole when it ends)"
 	$(MAKE) -j2 --output-sync=target lab-build lint unit engines
+	@echo "test: the benchmark's timing tests, alone on the machine"
+	$(MAKE) -j1 accuracy engine-tests
 	@echo "test: the lab's suites, with the suites and molecule scenarios that use nothing of the lab beside them"
 	$(MAKE) -j2 lab-suites apart-suites
 	$(MAKE) molecule-lab
 	gpufleet lab down
 	@echo "all tests passed"
 
-# Two lines of suites side by side, each one after the other. lab-suites: the benchmark's timing
-# tests first, before the lab starts (beside its start, the accuracy test's 64-stream P99 missed its
-# bound, 22.6 ms for 20, and against the real engine the client rightly called itself client-bound),
-# then the suites that share the running lab. Those leave a core idle much of the time (40 to 50 %,
-# measured): apart-suites runs what needs no lab (the lab's tools at most) beside them, the
-# collection's build included (it ends minutes before the lab's line).
+# The benchmark's timing tests run alone first: beside the lab's start the accuracy test's 64-stream
+# P99 missed its bound (22.6 ms for 20), beside the integration tests' start too (26.4 ms, session 25),
+# and against the real engine the client rightly called itself client-bound. Then two lines of suites
+# side by side, each one after the other: lab-suites share the running lab and leave a core idle much
+# of the time (40 to 50 %, measured), so apart-suites runs what needs no lab (the lab's tools at most)
+# beside them, the collection's build included (it ends minutes before the lab's line).
 lab-suites:
-	$(MAKE) -j1 accuracy engine-tests lab-tests k8s-tests
+	$(MAKE) -j1 lab-tests k8s-tests
 
 apart-suites:
 	$(MAKE) -j1 integration molecule-apart collection

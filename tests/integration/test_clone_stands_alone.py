@@ -33,8 +33,9 @@ def env_without_overrides() -> dict[str, str]:
 
 def test_the_lab_finds_its_prerequisites_inside_the_clone(clone):
     probe = "import gpufleet_lab as lab; lab.check_prerequisites(); print(lab.charts_dir())"
+    packages = f"{clone / 'src'}:{clone / 'lab' / 'src'}"  # the product's and the lab's, as cloned
     found = subprocess.run(
-        [sys.executable, "-c", probe], env={**env_without_overrides(), "PYTHONPATH": str(clone / "src")},
+        [sys.executable, "-c", probe], env={**env_without_overrides(), "PYTHONPATH": packages},
         capture_output=True, text=True, cwd=clone,
     )  # fmt: skip
     assert found.returncode == 0, found.stderr
