@@ -451,13 +451,18 @@ def check_value(check: str, value: object) -> str | None:
 
 def check_options(options: dict[str, dict[str, object]], values: dict[str, object], where: str = "") -> list[str]:
     """Problems with the values of an argument spec's options that carry `check:`, each naming
-    the variable (for lists, the item; for suboptions, the field). Unset values (None, "") pass:
-    required-ness is the argument spec's own business."""
+    the variable (for lists, the item; for suboptions, the field). Unset values (None, "") pass,
+    except where the option is required."""
     problems = []
     for name, spec in options.items():
         if name not in values:
             continue
         value, label = values[name], f"{where}{name}"
+        # A required option whose role default is "" is defined, so ansible's own validation passes it.
+        if spec.get("required") and value in (None, ""):
+            what = str(spec.get("description") or "").split(". ")[0].rstrip(".")
+            problems.append(f"{label} is required and empty: set it" + (f" ({what})" if what else ""))
+            continue
         items = list(enumerate(value)) if spec.get("type") == "list" and isinstance(value, list) else None
         # An empty value passes where empty is the default (unset); where the default is a value, "" is a
         # value set, and checked.
