@@ -82,7 +82,7 @@ def dns_label(value: object) -> bool:
 # open) or `0 or 30000..32767`; `or empty` where "" is a setting of its own beside a non-empty
 # default ("" is otherwise checked like any value wherever the default is not empty). The
 # action plugin check_values applies them before a role changes anything or needs the network;
-# tests/unit/test_argument_specs.py makes sure every option has a constraint. A kind in
+# tests/unit/roles/test_argument_specs.py makes sure every option has a constraint. A kind in
 # RELATIONS also checks the parts of a value against each other (a limit and its request).
 
 _DNS_SUBDOMAIN = re.compile(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -172,6 +172,12 @@ def url(value: object) -> bool:
         return False
     name = match["host"].strip("[]")
     return host(name) and (match["port"] is None or port(int(match["port"])))
+
+
+def origin(value: object) -> bool:
+    """An http(s) URL of a host and optionally a port, without a path (a registry's, a remote's)."""
+    match = _URL.match(value) if isinstance(value, str) else None
+    return bool(match) and url(value) and match["rest"] in (None, "/")
 
 
 def absolute_path(value: object) -> bool:
@@ -368,6 +374,7 @@ KINDS: dict[str, tuple[Callable[[object], bool], str]] = {
     "host": (host, "an IP address or a DNS name, without scheme, port or path"),
     "host_port": (host_port, "host:port"),
     "url": (url, "an http:// or https:// URL with a host"),
+    "origin": (origin, "an http:// or https:// URL of a host and optionally a port, without a path"),
     "https_url": (https_url, "an https:// URL (plain http only to a loopback address)"),
     "ip_address": (ip_address, "an IP address"),
     "ip_network": (ip_network, "a network in CIDR notation with no host bits set, e.g. 10.213.240.0/24"),

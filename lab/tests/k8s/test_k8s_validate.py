@@ -1,5 +1,5 @@
 """The k8s_validate action's dry run against a real API server (the lab's GPU cluster): it refuses
-what Kubernetes' schema accepts (tests/unit/test_k8s_validate.py), and persists nothing."""
+what Kubernetes' schema accepts (tests/unit/plugins/module_utils/test_k8s_validate.py), and persists nothing."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from gpufleet.lib.dcgm import DEFAULT_COUNTERS
 
-DASHBOARDS = sorted((Path(__file__).resolve().parents[2] / "roles/monitoring/files/dashboards").glob("*.json"))
+DASHBOARDS = sorted((Path(__file__).resolve().parents[3] / "roles/monitoring/files/dashboards").glob("*.json"))
 # The inference servers' metric names (shared/FIELD-NOTES.md: vLLM V1 engine, Triton).
 VLLM = {
     "vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",

@@ -10,7 +10,7 @@ from ansible_collections.gpufleet.platform.plugins.module_utils.gpu_facts import
     parse_nvidia_smi_xml,
 )
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
 
 
 def test_h200_capture():

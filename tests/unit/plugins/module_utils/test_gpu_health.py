@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from ansible_collections.gpufleet.platform.plugins.module_utils.gpu_health import count_nvswitches, evaluate
 
-CAPTURE = Path(__file__).resolve().parents[1] / "fixtures/device/h200-health"
+CAPTURE = Path(__file__).resolve().parents[3] / "fixtures/device/h200-health"
 XML = (CAPTURE / "nvidia-smi-q-x.xml").read_text()
 LOG = (CAPTURE / "kernel-log.txt").read_text()
 PCI = {s: (v, c) for s, v, c in (line.split() for line in (CAPTURE / "pci-vendor-class.txt").read_text().splitlines())}

@@ -34,3 +34,12 @@ def test_formats():
     assert validate.k8s_quantity("4Gi") and validate.k8s_quantity("500m") and not validate.k8s_quantity("4GB")
     assert validate.byte_size("50GB") and not validate.byte_size("50Gi")
     assert validate.dns_label("gpu-monitoring") and not validate.dns_label("GPU_Monitoring")
+
+
+@pytest.mark.parametrize(
+    ("value", "ok"),
+    [("https://registry-1.docker.io", True), ("http://mirror:5000/", True), ("https://[::1]:5000", True),
+     ("https://registry-1.docker.io/v2/library", False), ("registry-1.docker.io", False), ("https://h?x=1", False)],
+)  # fmt: skip
+def test_an_origin_is_a_scheme_a_host_and_a_port_only(value, ok):
+    assert validate.origin(value) is ok

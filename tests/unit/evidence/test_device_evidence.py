@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-EVIDENCE = Path(__file__).parents[1] / "fixtures" / "device" / "h200-node-checks"
+EVIDENCE = Path(__file__).parents[2] / "fixtures" / "device" / "h200-node-checks"
 
 
 def test_the_driver_role_verified_the_h200_and_changed_nothing():

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 RULES = sorted((ROOT / "roles/monitoring/files/rules").glob("*.rules.yml"))
 TESTS = sorted((ROOT / "tests/promtool").glob("*.test.yml"))
 

@@ -6,7 +6,7 @@ import pytest
 from ansible_collections.gpufleet.platform.plugins.module_utils import dcgm
 
 # dcgm-exporter's default-counters.csv at two releases, as they shipped.
-REFERENCE = Path(__file__).resolve().parents[1] / "fixtures" / "reference"
+REFERENCE = Path(__file__).resolve().parents[3] / "fixtures" / "reference"
 
 
 @pytest.mark.parametrize("value", [9223372036854775794, 9.223372036854776e18, 2147483632, 2147483634, 2.0**47 + 2])

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from ansible_collections.gpufleet.platform.plugins.module_utils import validate
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SPECS = sorted([*REPO.glob("roles/*/meta/argument_specs.yml"), *REPO.glob("lab/roles/*/meta/argument_specs.yml")])
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-EVIDENCE = Path(__file__).parents[1] / "fixtures" / "device" / "h200-transformers-serve"
+EVIDENCE = Path(__file__).parents[2] / "fixtures" / "device" / "h200-transformers-serve"
 
 
 @pytest.fixture(scope="module")
