@@ -25,7 +25,7 @@ from datetime import datetime
 from pathlib import Path
 
 import gpufleet_lab as lab
-import runner
+from gpufleet import runner
 import yaml
 from gpufleet_lab import fixture_image
 from gpufleet_lab import k8s as labk8s

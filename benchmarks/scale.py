@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import gpufleet_lab as lab
-import runner
+from gpufleet import runner
 import yaml
 from gpufleet_lab import k8s as labk8s
 

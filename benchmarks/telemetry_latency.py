@@ -18,10 +18,10 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "lab"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lab" / "tests" / "e2e"))
 
 import gpufleet_lab as lab
-import runner
+from gpufleet import runner
 from conftest import GPU_NODE, PROMETHEUS, TUNNEL_HOST, in_host, wait_for_tunnel
 from gpufleet_lab import k8s as labk8s
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import gpufleet_lab as lab
 import jsonschema
 import pytest
-import runner
+from gpufleet import runner
 import yaml
 from conftest import GPU_NODE, GPUFLEET, PROMETHEUS, TUNNEL_HOST, gpufleet, in_host
 

@@ -2,7 +2,7 @@
 changes nothing is checked by test_cli, on the run it watches in a real terminal.)"""
 
 import gpufleet_lab as lab
-import runner
+from gpufleet import runner
 
 
 def test_check_mode_after_converge_reports_no_change(converged):

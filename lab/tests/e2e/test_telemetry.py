@@ -8,7 +8,7 @@ import time
 
 import gpufleet_lab as lab
 import pytest
-import runner
+from gpufleet import runner
 import yaml
 from ansible_collections.gpufleet.platform.plugins.module_utils import prometheus_verify as pv
 from conftest import (
