@@ -25,10 +25,11 @@ from datetime import datetime
 from pathlib import Path
 
 import gpufleet_lab as lab
-from gpufleet import runner
 import yaml
 from gpufleet_lab import fixture_image
 from gpufleet_lab import k8s as labk8s
+
+from gpufleet import runner
 
 LAYERS, LAYER_MIB = 4, 80
 IMAGE_MIB = LAYERS * LAYER_MIB

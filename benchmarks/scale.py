@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import gpufleet_lab as lab
-from gpufleet import runner
 import yaml
 from gpufleet_lab import k8s as labk8s
+
+from gpufleet import runner
 
 NODE_PLAYS = "all:!localhost"  # site.yml without the plays that talk to cluster APIs
 

@@ -21,9 +21,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lab" / "tests" / "e2e"))
 
 import gpufleet_lab as lab
-from gpufleet import runner
 from conftest import GPU_NODE, PROMETHEUS, TUNNEL_HOST, in_host, wait_for_tunnel
 from gpufleet_lab import k8s as labk8s
+
+from gpufleet import runner
 
 QUERY = f'timestamp(DCGM_FI_DEV_GPU_UTIL{{instance="{GPU_NODE}"}})'
 

@@ -20,10 +20,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lab" / "tests" / "e2e"))
 
 import gpufleet_lab as lab
-from gpufleet import runner
 from conftest import GPU_NODE, PROMETHEUS, link_outage, wait_for_tunnel
 from gpufleet.lib import prometheus_verify as pv
 from gpufleet_lab import k8s as labk8s
+
+from gpufleet import runner
 
 QUERY = f'DCGM_FI_DEV_GPU_UTIL{{instance="{GPU_NODE}"}}'
 

@@ -17,9 +17,10 @@ from pathlib import Path
 import gpufleet_lab as lab
 import jsonschema
 import pytest
-from gpufleet import runner
 import yaml
 from conftest import GPU_NODE, GPUFLEET, PROMETHEUS, TUNNEL_HOST, gpufleet, in_host
+
+from gpufleet import runner
 
 SCHEMA = json.loads(runner.SUMMARY_SCHEMA.read_text())
 LAB = str(lab.LAB_INVENTORY.parent)  # named: gpufleet never takes the lab's inventory unasked

@@ -11,10 +11,11 @@ import time
 import urllib.request
 
 import gpufleet_lab as lab
-from gpufleet import runner
 from ansible_collections.gpufleet.platform.plugins.module_utils import prometheus_verify as pv
 from conftest import GPU_NODE, PROMETHEUS, in_host, power_off, power_on, wait_for_tunnel
 from gpufleet_lab import registry as labregistry
+
+from gpufleet import runner
 
 
 def test_prometheus_rescheduled_keeps_its_configuration_and_its_data(converged):

@@ -2,6 +2,7 @@
 changes nothing is checked by test_cli, on the run it watches in a real terminal.)"""
 
 import gpufleet_lab as lab
+
 from gpufleet import runner
 
 

@@ -8,7 +8,6 @@ import time
 
 import gpufleet_lab as lab
 import pytest
-from gpufleet import runner
 import yaml
 from ansible_collections.gpufleet.platform.plugins.module_utils import prometheus_verify as pv
 from conftest import (
@@ -23,6 +22,8 @@ from conftest import (
     power_on,
     wait_for_tunnel,
 )
+
+from gpufleet import runner
 
 SCRAPE_POOL = f"serviceMonitor/gpu-telemetry/dcgm-{GPU_NODE}/0"
 
