@@ -177,7 +177,7 @@ def url(value: object) -> bool:
 def origin(value: object) -> bool:
     """An http(s) URL of a host and optionally a port, without a path (a registry's, a remote's)."""
     match = _URL.match(value) if isinstance(value, str) else None
-    return bool(match) and url(value) and match["rest"] in (None, "/")
+    return match is not None and url(value) and match["rest"] in (None, "/")
 
 
 def absolute_path(value: object) -> bool:
