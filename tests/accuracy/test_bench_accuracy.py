@@ -1,6 +1,6 @@
 """The benchmark client against the calibration server's known schedule (ground truth).
 
-TTFT within 5 ms of the schedule at P50 and 20 ms at P99; TPOT within 2 ms at P50 (5 ms at 64
+TTFT within 5 ms of the schedule at P50 and 20 ms at P99 (30 ms at 64 streams); TPOT within 2 ms at P50 (5 ms at 64
 streams) and 20 ms at P99; token and error counts exact; throughput within 3% of the closed-loop
 formula C*N/(TTFT+(N-1)*ITL).
 Each bound is several times the error measured alone and well under the defect it guards against:
@@ -13,7 +13,10 @@ Each bound is several times the error measured alone and well under the defect i
 - TPOT's cheapest defect, total time over N tokens instead of the gaps over N-1, is 5 ms off.
 - The P99 bound is loose on purpose: one scheduling hiccup of this shared two-core machine moves a
   P99 of a few hundred requests (it failed CI at 5 ms with 13.7 ms, passing alone); at 64 streams
-  a busy stretch moves the P50 too (CI measured 3.7 ms once; alone, 0.8 to 1.0 ms).
+  a busy stretch moves the P50 too (CI measured 3.7 ms once; alone, 0.8 to 1.0 ms), and TTFT's P99
+  sits at the old 20-ms bound: 20.1 ms alone on the machine, 22.6 beside the lab's start, 26.4 beside
+  the integration tests' start (session 25), so 30 ms there. A token late at P50 is still the 5-ms
+  bound's to catch.
 Whether the client keeps up at 64 streams is a speed figure, not a test: on this shared machine
 CI once measured a 10.6 ms P99 receive lag there, and the client rightly flagged itself
 client-bound. It is asserted at 1 and 8 streams; at 64 the figures above must hold either way.
@@ -30,6 +33,7 @@ from gpufleet.calibration_server import launch
 
 TTFT, ITL, TOKENS = 0.1, 0.02, 16
 TTFT_P50_BOUND = 0.005
+TTFT_P99_BOUND = {1: 0.020, 8: 0.020, 64: 0.030}  # by concurrency, measured (docstring)
 
 
 @pytest.fixture
@@ -49,7 +53,10 @@ def test_latencies_tokens_and_throughput_match_the_schedule(calibration_server, 
     level = lb.run_level(cfg, concurrency)
     assert level.errors == {} and level.completed > 0
     assert level.output_tokens == level.completed * TOKENS  # exact, from the usage chunk
-    assert abs(level.ttft["p50"] - TTFT) <= TTFT_P50_BOUND and abs(level.ttft["p99"] - TTFT) <= 0.020, level.ttft
+    ttft_p99_bound = TTFT_P99_BOUND[concurrency]
+    assert abs(level.ttft["p50"] - TTFT) <= TTFT_P50_BOUND and abs(level.ttft["p99"] - TTFT) <= ttft_p99_bound, (
+        level.ttft
+    )
     tpot_p50_bound = 0.002 if concurrency <= 8 else 0.005
     assert abs(level.tpot["p50"] - ITL) <= tpot_p50_bound and abs(level.tpot["p99"] - ITL) <= 0.020, level.tpot
     ideal = concurrency * TOKENS / (TTFT + (TOKENS - 1) * ITL)
