@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Run every scenario of every role (or of the roles named as arguments) with the
-# shared config in molecule/config.yml, on the lab base image.
+# shared config in molecule/config.yml, on the lab base image; a cluster scenario (its molecule.yml
+# starts with `# gpufleet: cluster scenario`) with molecule/cluster.yml's settings over it.
 #
 #   tests/molecule.sh            all of them, in two workers side by side
 #   tests/molecule.sh --apart    those that use nothing of the running lab, in one worker
 #   tests/molecule.sh --lab      those that use the lab's clusters, in two workers
 #   tests/molecule.sh ROLE...    the roles' scenarios one after the other, the output on the terminal
 #
-# A scenario uses the lab when it runs against the lab's API servers (`managed: false`: the cluster
+# A scenario uses the lab when it runs against the lab's API servers (a cluster scenario: the cluster
 # roles, which add and remove the GPU cluster's monitoring CRDs, so never two at once) or names a
 # lab kubeconfig (`.lab/`); the others run only in containers of their own. `make test` runs the
 # --apart ones beside the lab's test suites, which leave a core idle much of the time, and the rest
@@ -31,13 +32,19 @@ role_dir() {  # role: the product's (roles/) or the lab's (lab/roles/)
   if [ -d "$repo/roles/$1" ]; then echo "$repo/roles/$1"; else echo "$repo/lab/roles/$1"; fi
 }
 
+is_cluster() {  # molecule.yml
+  [ "$(sed -n 2p "$1")" = "# gpufleet: cluster scenario" ]
+}
+
 scenario() {  # role/scenario [log]
   local role=${1%%/*} name=${1##*/} started=$SECONDS
   echo "=== molecule: $role ($name)"
   # To its log file when given (not `> /dev/stdout`: when stdout is a file, that truncates it).
   if (cd "$(role_dir "$role")" || exit 1
       [ -z "${2:-}" ] || exec > "$2" 2>&1
-      molecule -c "$repo/molecule/config.yml" test -s "$name"); then
+      bases=(-c "$repo/molecule/config.yml")
+      ! is_cluster molecule/"$name"/molecule.yml || bases+=(-c "$repo/molecule/cluster.yml")
+      molecule "${bases[@]}" test -s "$name"); then
     echo "=== molecule: $role ($name) passed in $((SECONDS - started)) s"
   else
     echo "=== molecule: $role ($name) FAILED after $((SECONDS - started)) s"
@@ -64,7 +71,7 @@ done
 for role in "${roles[@]}"; do
   for file in "$(role_dir "$role")"/molecule/*/molecule.yml; do
     entry=$role/$(basename "$(dirname "$file")")
-    if grep -q "managed: false" "$file"; then uses_lab=cluster; elif grep -q '/\.lab/' "$file"; then uses_lab=host; else uses_lab=no; fi
+    if is_cluster "$file"; then uses_lab=cluster; elif grep -q '/\.lab/' "$file"; then uses_lab=host; else uses_lab=no; fi
     case $part/$uses_lab in
       all/cluster | lab/cluster) cluster+=("$entry") ;;
       all/* | lab/host | apart/no) hosts+=("$entry") ;;
