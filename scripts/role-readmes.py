@@ -66,23 +66,30 @@ def playbooks_running(role: str) -> list[str]:
 def readme(role: Path) -> str:
     specs = yaml.safe_load((role / "meta" / "argument_specs.yml").read_text())["argument_specs"]
     name = role.name
-    main = specs.get("main") or next(iter(specs.values()))
+    # A role without a main entry point only lends task files to other roles (tasks_from).
+    main = specs.get("main")
+    galaxy = yaml.safe_load((role / "meta" / "main.yml").read_text())["galaxy_info"]
     out = [
         f"# gpufleet.platform.{name}",
         "",
         "<!-- Generated from meta/argument_specs.yml by scripts/role-readmes.py: edit the specs, then run it. -->",
         "",
-        text(main["short_description"]),
+        text(main["short_description"] if main else galaxy["description"]) + ("" if main else "."),
         "",
     ]
-    description = main.get("description") or []
+    description = (main or {}).get("description") or []
     for paragraph in description if isinstance(description, list) else [description]:
         out += [text(paragraph), ""]
     runs = playbooks_running(name)
     out += ["## Use", ""]
     if runs:
         out += ["Run by " + ", ".join(f"`{p}`" for p in runs) + "; on its own:", ""]
-    out += ["```yaml", "- ansible.builtin.include_role:", f"    name: gpufleet.platform.{name}", "```", ""]
+    if main:
+        out += ["```yaml", "- ansible.builtin.include_role:", f"    name: gpufleet.platform.{name}", "```", ""]
+    else:
+        first = next(iter(specs))
+        out += ["```yaml", "- ansible.builtin.import_role:", f"    name: gpufleet.platform.{name}",
+                f"    tasks_from: {first}", "```", ""]  # fmt: skip
     out += [
         "Every option is checked before the role changes anything; `check` names the constraint",
         "(`plugins/module_utils/validate.py`), and a failure names the variable to fix.",

@@ -82,11 +82,16 @@ def test_plain_defaults_pass_their_own_checks():
 @pytest.mark.parametrize("spec_file", SPECS, ids=[f.parent.parent.name for f in SPECS])
 def test_values_are_checked_first(spec_file):
     role = spec_file.parent.parent
-    first = yaml.safe_load((role / "tasks" / "main.yml").read_text())[0]
-    if "module_defaults" in first:  # the cluster roles' block naming their kubeconfig: its first task
-        first = first["block"][0]
-    assert "gpufleet.platform.check_values" in first, f"{role.name}: the first task must be check_values"
-    assert "always" in first.get("tags", []), f"{role.name}: check_values must run whatever --tags selects"
+    # Each entry point's own task file; a role without `main` only lends task files (tasks_from).
+    entries = yaml.safe_load(spec_file.read_text())["argument_specs"]
+    for entry in ["main"] if "main" in entries else list(entries):
+        first = yaml.safe_load((role / "tasks" / f"{entry}.yml").read_text())[0]
+        if "module_defaults" in first:  # the cluster roles' block naming their kubeconfig: its first task
+            first = first["block"][0]
+        check = first.get("gpufleet.platform.check_values")
+        assert check is not None, f"{role.name}: the first task of {entry} must be check_values"
+        assert "always" in first.get("tags", []), f"{role.name}: check_values must run whatever --tags selects"
+        assert entry == "main" or check.get("entry_point") == entry, f"{role.name}: {entry} checks another entry point"
 
 
 @pytest.mark.parametrize("spec_file", SPECS, ids=[f.parent.parent.name for f in SPECS])
