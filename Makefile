@@ -55,6 +55,7 @@ lint:
 	yamllint --strict .
 	# The molecule scenarios that prepare with a lab role find it as molecule/config.yml has them do.
 	ANSIBLE_ROLES_PATH=$(CURDIR)/lab/roles ansible-lint --profile production --offline
+	scripts/lint-collection-docs.py
 	for p in $(PLAYBOOKS); do ansible-playbook --syntax-check -i lab/inventory $$p >/dev/null || exit 1; done
 	ansible-playbook --syntax-check -i inventories/prod site.yml >/dev/null
 	ruff check .

@@ -23,11 +23,13 @@ attributes:
     support: none
   facts:
     support: full
+  platform:
+    platforms: posix
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.facts
+  - gpufleet.platform.nvidia_smi
 options:
-  nvidia_smi:
-    description: Path or name of nvidia-smi.
-    type: str
-    default: nvidia-smi
   min_gpus:
     description: Fail unless at least this many GPUs are visible.
     type: int

@@ -23,11 +23,12 @@ attributes:
     support: full
   diff_mode:
     support: none
+  platform:
+    platforms: posix
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - gpufleet.platform.nvidia_smi
 options:
-  nvidia_smi:
-    description: Path or name of nvidia-smi.
-    type: str
-    default: nvidia-smi
   pci_devices_dir:
     description: Where the PCI devices are listed, to count NVSwitches (tests point it at a fixture tree).
     type: path

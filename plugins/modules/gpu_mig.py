@@ -23,15 +23,16 @@ attributes:
     support: full
   diff_mode:
     support: none
+  platform:
+    platforms: posix
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - gpufleet.platform.nvidia_smi
 options:
   layout:
     description: "Profile to count, for example C({1g.18gb: 7}); empty disables MIG."
     type: dict
     default: {}
-  nvidia_smi:
-    description: Path or name of nvidia-smi.
-    type: str
-    default: nvidia-smi
 """
 
 EXAMPLES = r"""

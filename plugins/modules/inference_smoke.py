@@ -20,15 +20,12 @@ attributes:
     support: full
   diff_mode:
     support: none
+  platform:
+    platforms: posix
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - gpufleet.platform.inference_endpoint
 options:
-  url:
-    description: Base URL of the endpoint.
-    type: str
-    required: true
-  model:
-    description: Served model name (vLLM) or model name in the repository (Triton).
-    type: str
-    required: true
   kind:
     description: The API the endpoint speaks.
     type: str
@@ -43,9 +40,6 @@ options:
     description: Seconds per request.
     type: float
     default: 30
-  api_key:
-    description: Bearer key of an OpenAI-compatible server that asks for one (vLLM's VLLM_API_KEY), from a vault.
-    type: str
 """
 
 EXAMPLES = r"""

@@ -27,15 +27,12 @@ attributes:
     details: Nothing is sent in check mode.
   diff_mode:
     support: none
+  platform:
+    platforms: posix
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - gpufleet.platform.inference_endpoint
 options:
-  url:
-    description: Base URL of the server, for example C(http://vllm.inference:8000).
-    type: str
-    required: true
-  model:
-    description: Served model name.
-    type: str
-    required: true
   api:
     description: Which API to drive.
     type: str
@@ -140,9 +137,6 @@ options:
     description: Fail when any request of any level failed.
     type: bool
     default: false
-  api_key:
-    description: Bearer key of a server that asks for one (vLLM's VLLM_API_KEY), from a vault; never in the result.
-    type: str
 requirements:
   - aiohttp (on the host that runs the module, usually the controller)
 """

@@ -25,6 +25,10 @@ attributes:
     support: full
   diff_mode:
     support: none
+  platform:
+    platforms: posix
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 options:
   url:
     description: Base URL of the Prometheus server, for example C(http://prometheus.monitoring:9090).

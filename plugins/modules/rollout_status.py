@@ -24,6 +24,10 @@ attributes:
     support: full
   diff_mode:
     support: none
+  platform:
+    platforms: posix
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 options:
   kubeconfig:
     description: Path of the kubeconfig of the cluster the workload runs in (default, the client's own).

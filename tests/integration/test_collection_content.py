@@ -19,6 +19,7 @@ PRODUCT = re.compile(
     r"(MANIFEST|FILES)\.json|README\.md|CHANGELOG\.md|site\.yml|meta/runtime\.yml"
     r"|changelogs/(changelog|config)\.yaml|docs/.+\.(md|rst|png|svg)|inventories/prod/.+\.yml(\.example)?|playbooks/[a-z0-9_]+\.yml"
     r"|plugins/(action|doc_fragments|filter|modules|module_utils|test)/([a-z0-9_]+/)?[a-z0-9_]+\.py"
+    r"|plugins/(filter|test)/[a-z0-9_]+\.yml"
     r"|roles/[a-z0-9_]+/(README\.md|(defaults|files|handlers|meta|tasks|templates|vars)/.+)"
 )
 
