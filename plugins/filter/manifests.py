@@ -5,27 +5,21 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from typing import Any
 
 from ansible_collections.gpufleet.platform.plugins.module_utils.manifests import manifest_objects
+from ansible_collections.gpufleet.platform.plugins.module_utils.validate import quantity_value
 
 # Stamped on every object k8s_unapplied stamps: the label finds them, the annotation says which
 # rendering was applied last.
 MANAGED_BY = ("app.kubernetes.io/managed-by", "gpufleet")
 APPLIED_SHA256 = "gpufleet.io/applied-sha256"
 
-_UNITS = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "": 1}
-
-
-def _bytes(quantity: str) -> int:
-    text = str(quantity)
-    number = text.rstrip("KMGTik")
-    return int(float(number) * _UNITS[text[len(number) :]])
-
 
 def k8s_memory_sum(quantities: list[str]) -> str:
     """The sum of memory quantities (e.g. a process's memory and its memory-backed /dev/shm), in Mi."""
-    return f"{-(-sum(_bytes(q) for q in quantities) // 2**20)}Mi"
+    return f"{math.ceil(sum(quantity_value(q) for q in quantities) / 2**20)}Mi"
 
 
 def k8s_manifest_objects(text: str, kind: str | None = None) -> list[dict[str, Any]]:
