@@ -26,7 +26,9 @@ from pathlib import Path
 
 import gpufleet_lab as lab
 import yaml
+from gpufleet_lab import containers as labcontainers
 from gpufleet_lab import fixture_image
+from gpufleet_lab import hosts as labhosts
 from gpufleet_lab import k8s as labk8s
 
 from gpufleet import runner
@@ -62,7 +64,7 @@ def inventory(nodes: int) -> Path:
 
 
 def sh(host: str, command: str) -> str:
-    return lab.podman("exec", lab.CONTAINER_PREFIX + host, "sh", "-c", command).stdout
+    return labcontainers.podman("exec", lab.CONTAINER_PREFIX + host, "sh", "-c", command).stdout
 
 
 TRANSFER_TASKS = ("Pull the images", "Copy in the images it lacks (each blob fetched from upstream once)")
@@ -132,7 +134,7 @@ def main() -> int:
     parser.add_argument("--rate", default="200mbit", help="upstream link rate (tc tbf)")
     args = parser.parse_args()
     inv = inventory(max(args.nodes))
-    lab.up(inv / "hosts.yml")
+    labhosts.up(inv / "hosts.yml")
     run("benchmarks/prepull.yml", inv)
     fixture_image.push(fixture_image.build(IMAGE, LAYERS, LAYER_MIB), IMAGE)
     sh("up1", f"tc qdisc replace dev eth0 root tbf rate {args.rate} burst 256kb latency 100ms")

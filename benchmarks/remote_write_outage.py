@@ -21,8 +21,8 @@ import itertools
 import time
 from pathlib import Path
 
-import gpufleet_lab as lab
 from gpufleet.lib import prometheus_verify as pv
+from gpufleet_lab import containers as labcontainers
 
 INTERVAL = 5  # the scenario's telemetry_agent_scrape_interval
 SERIES = 'DCGM_FI_DEV_GPU_TEMP{job="gpufleet-dcgm",instance="rw-gpu",gpu="0"}'
@@ -37,7 +37,7 @@ def scenario_dir() -> Path:
 
 
 def in_container(name: str, *command: str) -> str:
-    return lab.podman("exec", name, *command).stdout
+    return labcontainers.podman("exec", name, *command).stdout
 
 
 def main() -> None:
@@ -56,7 +56,7 @@ def main() -> None:
 
     print(f"{'outage s':>9} {'restart s':>9} {'expected':>9} {'held':>6} {'missing s':>10} {'caught up s':>12}")
     for outage in (int(x) for x in args.outages.split(",")):
-        with lab.silent_link_outage("rw-gpu", address):
+        with labcontainers.silent_link_outage("rw-gpu", address):
             started = time.time()
             if args.restart_at:
                 time.sleep(args.restart_at)

@@ -25,6 +25,8 @@ from typing import Any
 
 import gpufleet_lab as lab
 import yaml
+from gpufleet_lab import hosts as labhosts
+from gpufleet_lab import inventory as labinventory
 from gpufleet_lab import k8s as labk8s
 
 from gpufleet import runner
@@ -112,9 +114,9 @@ def floor_playbook(tasks_per_host: dict[str, int], path: Path) -> Path:
 
 
 def measure(gpu_nodes: int) -> dict[str, Any]:
-    inventory = lab.scale_inventory(gpu_nodes)
+    inventory = labinventory.scale_inventory(gpu_nodes)
     started = time.monotonic()
-    lab.up(inventory)
+    labhosts.up(inventory)
     lab_up_s = time.monotonic() - started
     first_s, first_mib, first_problems = timed_run(lab.PLAYBOOK, inventory.parent)
     per_role: collections.Counter[tuple[str, str, bool]] = collections.Counter()

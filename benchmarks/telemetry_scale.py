@@ -28,9 +28,9 @@ import subprocess
 import time
 from pathlib import Path
 
-import gpufleet_lab as lab
 import yaml
 from gpufleet.lib import prometheus_verify as pv
+from gpufleet_lab import containers as labcontainers
 
 INTERVAL = 5  # both Prometheus servers scrape every 5 s in the scenario
 BASE_PORT = 20000
@@ -38,13 +38,13 @@ FILE_SD = "/etc/prometheus/file_sd/gpufleet-dcgm.yml"  # the main Prometheus's j
 
 
 def run(container: str, *command: str) -> str:
-    return lab.podman("exec", container, *command).stdout
+    return labcontainers.podman("exec", container, *command).stdout
 
 
 def write(container: str, path: str, text: str) -> None:
     subprocess.run(
         ["podman", "exec", "-i", container, "sh", "-c", f"cat > {path}"],
-        input=text, text=True, check=True, env=lab.podman_env(),
+        input=text, text=True, check=True, env=labcontainers.podman_env(),
     )  # fmt: skip
 
 

@@ -32,7 +32,7 @@ def env_without_overrides() -> dict[str, str]:
 
 
 def test_the_lab_finds_its_prerequisites_inside_the_clone(clone):
-    probe = "import gpufleet_lab as lab; lab.check_prerequisites(); print(lab.charts_dir())"
+    probe = "from gpufleet_lab import prerequisites as p; p.check_prerequisites(); print(p.charts_dir())"
     packages = f"{clone / 'src'}:{clone / 'lab' / 'src'}"  # the product's and the lab's, as cloned
     found = subprocess.run(
         [sys.executable, "-c", probe], env={**env_without_overrides(), "PYTHONPATH": packages},

@@ -24,8 +24,9 @@ from typing import Any
 import pytest
 import yaml
 from ansible_collections.gpufleet.platform.plugins.filter.manifests import k8s_manifest_objects
-from gpufleet_lab import REPO_ROOT, charts_dir
+from gpufleet_lab import REPO_ROOT
 from gpufleet_lab import k8s as labk8s
+from gpufleet_lab.prerequisites import charts_dir
 
 HELM = labk8s.bin_dir() / "helm"
 CHARTS = charts_dir()

@@ -15,8 +15,13 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import gpufleet_lab as lab
+from gpufleet_lab import containers as labcontainers
+from gpufleet_lab import hosts as labhosts
+from gpufleet_lab import image as labimage
+from gpufleet_lab import inventory as labinventory
 from gpufleet_lab import k8s as labk8s
 from gpufleet_lab import nodes as labnodes
+from gpufleet_lab import prerequisites as labprerequisites
 from gpufleet_lab import registry as labregistry
 
 T = TypeVar("T")
@@ -60,25 +65,30 @@ def _while_go_tools_build(args: argparse.Namespace, work: Callable[[], T]) -> T:
 
 
 def _lab(args: argparse.Namespace) -> int:
-    inventory = lab.scale_inventory(args.hosts) if args.hosts else lab.LAB_INVENTORY
+    inventory = labinventory.scale_inventory(args.hosts) if args.hosts else lab.LAB_INVENTORY
     say = functools.partial(print, file=sys.stderr if args.json else sys.stdout)
     doc: dict[str, Any] = {"action": args.action}
     if args.action == "build":
         started = time.monotonic()
-        lab.check_prerequisites()  # a missing one is named before anything starts
+        labprerequisites.check_prerequisites()  # a missing one is named before anything starts
+
         # What needs the network (debootstrap, Debian's docker-registry) beside what needs the CPU.
-        _while_go_tools_build(args, lambda: (lab.ensure_image(), labregistry.ensure_image()))
+        def images_from_the_network() -> None:
+            labimage.ensure_image()
+            labregistry.ensure_image()
+
+        _while_go_tools_build(args, images_from_the_network)
         images = labnodes.build_images(labk8s.bin_dir())
         doc.update(tools=str(labk8s.bin_dir()), images=sorted(images), seconds=round(time.monotonic() - started, 1))
         say(f"lab built in {doc['seconds']:.1f}s: tools in {doc['tools']}, {len(images)} images; nothing started")
     elif args.action == "up":
         started = time.monotonic()
-        _, real_nodes = lab.split_hosts(inventory)
-        lab.check_prerequisites()  # a missing one is named before anything starts
+        _, real_nodes = labinventory.split_hosts(inventory)
+        labprerequisites.check_prerequisites()  # a missing one is named before anything starts
         # The inventory's hosts are the clusters' nodes: they come with the clusters, whose tools are
         # built while the hosts start.
         k8s = bool(args.k8s or real_nodes)
-        hosts = _while_go_tools_build(args, lambda: lab.up(inventory)) if k8s else lab.up(inventory)
+        hosts = _while_go_tools_build(args, lambda: labhosts.up(inventory)) if k8s else labhosts.up(inventory)
         doc.update(hosts={h.name: h.address for h in [*hosts, *real_nodes]}, inventory=str(inventory.parent),
                    seconds=round(time.monotonic() - started, 1))  # fmt: skip
         if hosts:
@@ -92,11 +102,13 @@ def _lab(args: argparse.Namespace) -> int:
                 + ", ".join(f"{name} {path}" for name, path in doc["kubeconfigs"].items()))  # fmt: skip
     elif args.action == "down":
         stopped = labk8s.down()
-        removed = lab.down()
+        removed = labhosts.down()
         doc.update(containers=removed, k8s_processes=stopped)
         say(f"lab down: removed {len(removed)} container(s), network {lab.NETWORK}, {len(stopped)} k8s process(es)")
     else:
-        states = {name.removeprefix(lab.CONTAINER_PREFIX): state for name, state in lab.running_hosts().items()}
+        states = {
+            name.removeprefix(lab.CONTAINER_PREFIX): state for name, state in labcontainers.running_hosts().items()
+        }
         doc.update(hosts=states, k8s=labk8s.status())
         for name, state in sorted(states.items()):
             say(f"{name:10} {state}")

@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 import gpufleet_lab as lab
+from gpufleet_lab import containers as labcontainers
 
 CHUNK = 1 << 20
 
@@ -22,7 +23,7 @@ CHUNK = 1 << 20
 def build(tag: str, layers: int, layer_mb: int) -> str:
     """Build (or reuse) localhost/gpufleet-fixture-image:<layers>x<layer_mb>m; return its name."""
     name = f"localhost/gpufleet-fixture-image:{layers}x{layer_mb}m"
-    if lab.podman("image", "exists", name, check=False).returncode == 0:
+    if labcontainers.podman("image", "exists", name, check=False).returncode == 0:
         return name
     with tempfile.TemporaryDirectory(dir=lab.lab_dir()) as context:
         root = Path(context)
@@ -33,13 +34,15 @@ def build(tag: str, layers: int, layer_mb: int) -> str:
                     out.write(os.urandom(CHUNK))
             lines.append(f"COPY layer{index}.bin /layer{index}.bin")
         (root / "Containerfile").write_text("\n".join(lines) + "\n")
-        lab.podman("build", "--quiet", "--format", "oci", "-t", name, str(root))
+        labcontainers.podman("build", "--quiet", "--format", "oci", "-t", name, str(root))
     return name
 
 
 def push(name: str, target: str) -> None:
     # zstd: random bytes do not compress, and gzip would only spend the cores on trying.
-    lab.podman("push", "--quiet", "--tls-verify=false", "--compression-format", "zstd", name, f"docker://{target}")
+    labcontainers.podman(
+        "push", "--quiet", "--tls-verify=false", "--compression-format", "zstd", name, f"docker://{target}"
+    )
 
 
 def main() -> None:

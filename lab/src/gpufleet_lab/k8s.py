@@ -31,7 +31,12 @@ from gpufleet.lib.manifests import manifest_objects
 
 import gpufleet_lab as lab
 from gpufleet_lab import REPO_ROOT, LabError, lab_dir
+from gpufleet_lab import containers as labcontainers
+from gpufleet_lab import hosts as labhosts
+from gpufleet_lab import image as labimage
+from gpufleet_lab import inventory as labinventory
 from gpufleet_lab import nodes as labnodes
+from gpufleet_lab import prerequisites as labprerequisites
 from gpufleet_lab import registry as labregistry
 
 K8S_VERSION = os.environ.get("K8S_VERSION", "1.36.3")
@@ -331,10 +336,10 @@ def up(timeout: float = 180) -> Path:
     deadline = time.monotonic() + timeout
     # The real nodes' containers first: the first container on the lab network brings up the
     # bridge whose address the API servers listen on.
-    lab.ensure_network()
-    image = lab.ensure_image()
-    pubkey = lab.ensure_ssh_key().with_suffix(".pub")
-    for node in labnodes.REAL_NODES:
+    labcontainers.ensure_network()
+    image = labimage.ensure_image()
+    pubkey = labhosts.ensure_ssh_key().with_suffix(".pub")
+    for node in labinventory.REAL_NODES:
         labnodes.start_container(node, image, pubkey)
     for cluster in CLUSTERS.values():
         _start_control_plane(cluster)
@@ -349,9 +354,9 @@ def up(timeout: float = 180) -> Path:
     archives = labnodes.build_images(bin_dir())
     deadline = time.monotonic() + timeout
     labregistry.up(archives, deadline)
-    for node in labnodes.REAL_NODES:
+    for node in labinventory.REAL_NODES:
         _join_real_node(CLUSTERS[node.cluster], node, archives, deadline)
-    lab.pin_host_keys(labnodes.REAL_NODES, deadline)
+    labcontainers.pin_host_keys(labinventory.REAL_NODES, deadline)
     # A component that exited (a port taken, say) would otherwise show only as a timeout later.
     dead = [(c, n) for c in CLUSTERS for n in COMPONENTS if not _pid(n, c)]
     if dead:
@@ -385,7 +390,7 @@ def _start_control_plane(cluster: Cluster) -> None:
     _start("kube-apiserver", commands["kube-apiserver"], cluster.name)
 
 
-def _join_real_node(cluster: Cluster, node: labnodes.RealNode, archives: dict[str, Path], deadline: float) -> None:
+def _join_real_node(cluster: Cluster, node: labinventory.RealNode, archives: dict[str, Path], deadline: float) -> None:
     """Make the cluster's real node run: its certificates and configuration, containerd, kubelet
     and kube-proxy, the lab's images; then wait until it is Ready. A Ready node is left alone."""
     from kubernetes import client, config
@@ -408,7 +413,7 @@ def _join_real_node(cluster: Cluster, node: labnodes.RealNode, archives: dict[st
 
 
 def _install_node(
-    cluster: Cluster, node: labnodes.RealNode, archives: dict[str, Path], deadline: float, core: Any
+    cluster: Cluster, node: labinventory.RealNode, archives: dict[str, Path], deadline: float, core: Any
 ) -> None:
     pki = state_dir(cluster.name) / "pki"
 
@@ -446,7 +451,7 @@ current-context: lab
     labnodes.wait_ready(core, node, deadline)
 
 
-def _node_images(node: labnodes.RealNode, archives: dict[str, Path], new_node: bool) -> None:
+def _node_images(node: labinventory.RealNode, archives: dict[str, Path], new_node: bool) -> None:
     """The images the lab builds for the charts and the pod sandbox are pre-pulled (imported), as
     no registry serves them. The main job's own (vLLM's and dcgm-exporter's stand-ins, published to
     the upstream registry stand-in) are not: its pods pull them through the fleet's mirror, layers
@@ -457,14 +462,14 @@ def _node_images(node: labnodes.RealNode, archives: dict[str, Path], new_node: b
     labnodes.forget_images(node, published, labregistry.PULLED_AS, everything=new_node)
 
 
-def _advertise_gpu(core: Any, node: labnodes.RealNode) -> None:
+def _advertise_gpu(core: Any, node: labinventory.RealNode) -> None:
     """One nvidia.com/gpu in the GPU cluster's real node's capacity, so that pods asking for a GPU
     (the vllm role's) are scheduled there: a STAND-IN for NVIDIA's device plugin (no GPU here),
     through the node status extended resources are advertised with."""
     core.patch_node_status(node.name, {"status": {"capacity": {labnodes.GPU_RESOURCE: "1"}}})
 
 
-def _local_volume(core: Any, node: labnodes.RealNode) -> None:
+def _local_volume(core: Any, node: labinventory.RealNode) -> None:
     """A local PersistentVolume of the lab-local StorageClass on a real node, as a cluster's static
     local volumes are: the main cluster's Prometheus keeps its TSDB there across restarts. Retained
     when its claim goes (the data too): delete the PV to start afresh."""
@@ -505,7 +510,7 @@ def starting_crds(cluster: Cluster) -> list[dict[str, Any]]:
     applies its own chart's); the GPU cluster KServe's, from its module (lab/scripts/build-lab-k8s.sh)."""
     if cluster.name == "gpu":
         return [yaml.safe_load(path.read_text()) for path in sorted(crd_dir().glob("serving.kserve.io_*.yaml"))]
-    with tarfile.open(lab.charts_dir() / lab.LAB_CHARTS[0]) as chart:
+    with tarfile.open(labprerequisites.charts_dir() / labprerequisites.LAB_CHARTS[0]) as chart:
         return [
             crd
             for member in chart.getmembers()
@@ -598,9 +603,9 @@ def down() -> list[str]:
             pid = _pid(name, cluster)
             if pid:
                 os.killpg(pid, signal.SIGKILL)
-    for node in labnodes.REAL_NODES:
-        lab.podman("rm", "-f", "-t", "2", node.container, check=False)
-        lab.podman("volume", "rm", "-f", f"{node.container}-containerd", check=False)
+    for node in labinventory.REAL_NODES:
+        labcontainers.podman("rm", "-f", "-t", "2", node.container, check=False)
+        labcontainers.podman("volume", "rm", "-f", f"{node.container}-containerd", check=False)
     k8s = Path(lab_dir(), "k8s")
     if k8s.exists():
         subprocess.run(["rm", "-rf", str(k8s)], check=True)
@@ -610,10 +615,10 @@ def down() -> list[str]:
 def remove_plain_hosts() -> list[str]:
     """Remove the lab containers that are neither the clusters' nodes nor the upstream registry (a
     scale lab's hosts); return their names."""
-    kept = {node.container for node in labnodes.REAL_NODES} | {labregistry.CONTAINER}
-    plain = [name for name in lab.running_hosts() if name not in kept]
+    kept = {node.container for node in labinventory.REAL_NODES} | {labregistry.CONTAINER}
+    plain = [name for name in labcontainers.running_hosts() if name not in kept]
     if plain:
-        lab.podman("rm", "-f", "-t", "2", *plain)
+        labcontainers.podman("rm", "-f", "-t", "2", *plain)
     return plain
 
 

@@ -12,17 +12,18 @@ calibration server) are built here by `images()` and imported into each node at 
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import gpufleet_lab as lab
 from gpufleet import calibration_server
+from gpufleet_lab import containers as labcontainers
+from gpufleet_lab import image as labimage
+from gpufleet_lab.inventory import REAL_NODES, RealNode
 
 CONTAINERD_VERSION = "v2.3.7"
 TAINT = {"key": "gpufleet.io/lab-kubelet", "value": "true", "effect": "NoSchedule"}
@@ -50,27 +51,6 @@ UPSTREAM_IMAGES = {
         "/bin/prometheus-config-reloader",
     ),
 }
-
-
-@dataclass(frozen=True)
-class RealNode:
-    name: str  # the Node's name and the container's hostname
-    cluster: str
-    address: str
-    pod_subnet: str
-
-    @property
-    def container(self) -> str:
-        return f"{lab.CONTAINER_PREFIX}{self.name}"
-
-
-_net = ipaddress.ip_network(lab.SUBNET)
-# Two in the GPU cluster, so that a drained node's pods have somewhere to go.
-REAL_NODES = (
-    RealNode("worker-main", "main", str(_net[241]), "10.244.1.0/24"),
-    RealNode("worker-gpu1", "gpu", str(_net[242]), "10.244.2.0/24"),
-    RealNode("worker-gpu2", "gpu", str(_net[243]), "10.244.3.0/24"),
-)
 
 
 def nodes_of(cluster: str) -> list[RealNode]:
@@ -218,9 +198,9 @@ def start_container(node: RealNode, image: str, pubkey: Path) -> None:
     under it) and containerd's state on a volume (overlayfs cannot stack on the container's).
     Ansible logs in over SSH with the lab's key, as on the lab's hosts, for what runs on a node
     itself (the telemetry tunnel's ends)."""
-    state = lab.running_hosts().get(node.container)
-    if state is not None and lab.container_key(node) != lab.key_id(pubkey):
-        lab.podman("rm", "-f", "-t", "2", node.container)  # another checkout's key: no login
+    state = labcontainers.running_hosts().get(node.container)
+    if state is not None and labcontainers.container_key(node) != labcontainers.key_id(pubkey):
+        labcontainers.podman("rm", "-f", "-t", "2", node.container)  # another checkout's key: no login
         state = None
     if state == "running":
         return
@@ -231,11 +211,11 @@ def start_container(node: RealNode, image: str, pubkey: Path) -> None:
             f"{node.container} is {state}: a lab node's container cannot be started again on this machine"
             " without breaking the other nodes. Run `gpufleet lab down`, then `gpufleet lab up`"
         )
-    lab.podman(
+    labcontainers.podman(
         "run", "-d", "--name", node.container, "--hostname", node.name,
-        "--network", lab.NETWORK, "--ip", node.address, "--mac-address", lab.mac_of(node.address),
+        "--network", lab.NETWORK, "--ip", node.address, "--mac-address", labcontainers.mac_of(node.address),
         "--systemd=always", "--privileged", "--cgroupns=private",
-        "--label", "io.gpufleet.lab=1", "--label", f"{lab.KEY_LABEL}={lab.key_id(pubkey)}",
+        "--label", "io.gpufleet.lab=1", "--label", f"{lab.KEY_LABEL}={labcontainers.key_id(pubkey)}",
         "-v", f"{pubkey}:/root/.ssh/authorized_keys:ro",
         "-v", f"{node.container}-containerd:/var/lib/containerd",
         image, "/sbin/init",
@@ -243,7 +223,9 @@ def start_container(node: RealNode, image: str, pubkey: Path) -> None:
 
 
 def in_node(node: RealNode, command: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    proc: subprocess.CompletedProcess[str] = lab.podman("exec", node.container, "sh", "-c", command, check=False)
+    proc: subprocess.CompletedProcess[str] = labcontainers.podman(
+        "exec", node.container, "sh", "-c", command, check=False
+    )
     if check and proc.returncode != 0:
         raise lab.LabError(f"{node.name}: {command.split()[0]} failed: {(proc.stderr or proc.stdout).strip()[-400:]}")
     return proc
@@ -266,7 +248,7 @@ def install(node: RealNode, files: dict[str, tuple[str | bytes, int]], binaries:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes((binaries / name).read_bytes())
             target.chmod(0o755)
-        lab.podman("cp", f"{root}/.", f"{node.container}:/")
+        labcontainers.podman("cp", f"{root}/.", f"{node.container}:/")
     # A restart, not a start: a node container left by another lab (another checkout, an earlier
     # control plane) runs with that lab's certificates.
     services = "containerd kubelet kube-proxy"
@@ -294,7 +276,7 @@ def import_images(node: RealNode, archives: dict[str, Path]) -> None:
     stamps = _stamps(node)
     for name, archive in archives.items():
         if name not in held or stamps.get(archive.name) != _stamp(archive):
-            lab.podman("cp", str(archive), f"{node.container}:/tmp/{archive.name}")
+            labcontainers.podman("cp", str(archive), f"{node.container}:/tmp/{archive.name}")
             in_node(node, f"ctr -n k8s.io images import /tmp/{archive.name} >/dev/null && rm /tmp/{archive.name}"
                           f" && {_record(archive)}")  # fmt: skip
 
@@ -370,10 +352,10 @@ def _binary_image(name: str, binary: Path, path: str, archive: Path) -> None:
         tar = subprocess.Popen(["tar", "-C", tmp, "-c", "."], stdout=subprocess.PIPE)
         subprocess.run(
             ["podman", "import", "--change", f'ENTRYPOINT ["{path}"]', "-", name],
-            stdin=tar.stdout, env=lab.podman_env(), check=True, capture_output=True,
+            stdin=tar.stdout, env=labcontainers.podman_env(), check=True, capture_output=True,
         )  # fmt: skip
         tar.wait()
-    lab.podman("save", "--format", "oci-archive", "-o", str(archive), name)
+    labcontainers.podman("save", "--format", "oci-archive", "-o", str(archive), name)
 
 
 def build_images(binaries: Path) -> dict[str, Path]:
@@ -410,6 +392,6 @@ def _python_image(name: str, source: Path, containerfile: str, archive: Path) ->
     """An image of one script on the lab's Debian base, saved as an archive for containerd."""
     with tempfile.TemporaryDirectory(prefix="gpufleet-image-") as tmp:
         (Path(tmp) / source.name).write_bytes(source.read_bytes())
-        (Path(tmp) / "Containerfile").write_text(containerfile.format(base=lab.ensure_image(log=False)))
-        lab.podman("build", "-q", "-t", name, "-f", f"{tmp}/Containerfile", tmp)
-    lab.podman("save", "--format", "oci-archive", "-o", str(archive), name)
+        (Path(tmp) / "Containerfile").write_text(containerfile.format(base=labimage.ensure_image(log=False)))
+        labcontainers.podman("build", "-q", "-t", name, "-f", f"{tmp}/Containerfile", tmp)
+    labcontainers.podman("save", "--format", "oci-archive", "-o", str(archive), name)

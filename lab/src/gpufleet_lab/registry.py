@@ -14,6 +14,8 @@ import urllib.request
 from pathlib import Path
 
 import gpufleet_lab as lab
+from gpufleet_lab import containers as labcontainers
+from gpufleet_lab import image as labimage
 from gpufleet_lab import nodes as labnodes
 
 ADDRESS = str(ipaddress.ip_network(lab.SUBNET)[5])
@@ -49,16 +51,16 @@ PULLED_AS = {name: upstream_name(name) for name in PUBLISHED}
 
 def ensure_image() -> None:
     """Built once per base image (a label on it names the base it was built from)."""
-    base = lab.ensure_image(log=False)
-    base_id = lab.podman("image", "inspect", "--format", "{{.Id}}", base).stdout.strip()
+    base = labimage.ensure_image(log=False)
+    base_id = labcontainers.podman("image", "inspect", "--format", "{{.Id}}", base).stdout.strip()
     fmt = '{{index .Labels "io.gpufleet.base"}}'
-    if lab.podman("image", "inspect", "--format", fmt, IMAGE, check=False).stdout.strip() == base_id:
+    if labcontainers.podman("image", "inspect", "--format", fmt, IMAGE, check=False).stdout.strip() == base_id:
         return
     print(f"lab: building {IMAGE} (Debian's docker-registry, the upstream registry stand-in)", flush=True)
     with tempfile.TemporaryDirectory(prefix="gpufleet-image-") as tmp:
         (Path(tmp) / "upstream.yml").write_text(CONFIG)
         (Path(tmp) / "Containerfile").write_text(CONTAINERFILE.format(base=base, base_id=base_id))
-        lab.podman("build", "-q", "-t", IMAGE, "-f", f"{tmp}/Containerfile", tmp)
+        labcontainers.podman("build", "-q", "-t", IMAGE, "-f", f"{tmp}/Containerfile", tmp)
 
 
 def _answers(deadline: float) -> bool:
@@ -72,9 +74,9 @@ def _answers(deadline: float) -> bool:
 
 
 def _run() -> None:
-    lab.podman(
+    labcontainers.podman(
         "run", "-d", "--name", CONTAINER, "--hostname", "upstream-registry",
-        "--network", lab.NETWORK, "--ip", ADDRESS, "--mac-address", lab.mac_of(ADDRESS),
+        "--network", lab.NETWORK, "--ip", ADDRESS, "--mac-address", labcontainers.mac_of(ADDRESS),
         "--label", "io.gpufleet.lab=1", IMAGE,
     )  # fmt: skip
 
@@ -84,26 +86,26 @@ def up(archives: dict[str, Path], deadline: float) -> None:
     where podman lacks them), under their upstream names (PULLED_AS). A push of what it holds moves
     no layer."""
     ensure_image()
-    state = lab.running_hosts().get(CONTAINER)
+    state = labcontainers.running_hosts().get(CONTAINER)
     if state is None:
         _run()
     elif state != "running":
-        lab.podman("start", CONTAINER)
+        labcontainers.podman("start", CONTAINER)
     # One left by another checkout's lab (its network since replaced) runs unreachable: start anew.
     if state is not None and not _answers(min(deadline, time.monotonic() + 10)):
-        lab.podman("rm", "-f", "-t", "2", CONTAINER)
+        labcontainers.podman("rm", "-f", "-t", "2", CONTAINER)
         _run()
     if not _answers(deadline):
         raise lab.LabError(
             f"the upstream registry stand-in does not answer at {REGISTRY}; see `podman logs {CONTAINER}`"
         )
     for name, remote in PULLED_AS.items():
-        if lab.podman("image", "exists", name, check=False).returncode != 0:
-            lab.podman("load", "-q", "-i", str(archives[name]))
+        if labcontainers.podman("image", "exists", name, check=False).returncode != 0:
+            labcontainers.podman("load", "-q", "-i", str(archives[name]))
         # A label of its own gives the upstream image its own image ID: with the ID of the copy lab/tests/k8s
         # import under the local name, the node's CRI lost that local name once the other was pulled
         # (a later pod asking for it got ErrImageNeverPull). The layers stay shared.
         with tempfile.TemporaryDirectory(prefix="gpufleet-image-") as tmp:
             (Path(tmp) / "Containerfile").write_text(f"FROM {name}\nLABEL io.gpufleet.upstream={REGISTRY}\n")
-            lab.podman("build", "-q", "-t", remote, "-f", f"{tmp}/Containerfile", tmp)
-        lab.podman("push", "-q", "--tls-verify=false", remote, f"docker://{remote}")
+            labcontainers.podman("build", "-q", "-t", remote, "-f", f"{tmp}/Containerfile", tmp)
+        labcontainers.podman("push", "-q", "--tls-verify=false", remote, f"docker://{remote}")

@@ -9,10 +9,13 @@ import urllib.request
 import gpufleet_lab as lab
 import pytest
 import yaml
+from gpufleet_lab import containers as labcontainers
+from gpufleet_lab import hosts as labhosts
+from gpufleet_lab import inventory as labinventory
 
 # The lab inventory's hosts, the clusters' real nodes: the GPU node runs the dcgm_exporter role's pod
 # and vLLM; the main cluster's node runs kube-prometheus-stack's Prometheus and holds the tunnels.
-_, _NODES = lab.split_hosts()
+_, _NODES = labinventory.split_hosts()
 GPU_NODE, GPU_NODE_ADDRESS = next((h.name, h.address) for h in _NODES if h.group == "gpu_nodes")
 TUNNEL_HOST, TUNNEL_HOST_ADDRESS = next((h.name, h.address) for h in _NODES if h.group == "main_cluster")
 PROMETHEUS = f"http://{TUNNEL_HOST_ADDRESS}:30090"
@@ -20,7 +23,7 @@ TUNNEL_URL = f"http://{TUNNEL_HOST_ADDRESS}:19401/metrics"
 
 
 def in_host(name: str, command: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    proc = lab.podman("exec", lab.CONTAINER_PREFIX + name, "sh", "-c", command, check=False)
+    proc = labcontainers.podman("exec", lab.CONTAINER_PREFIX + name, "sh", "-c", command, check=False)
     if check and proc.returncode != 0:
         raise AssertionError(f"{name}: {command}: {proc.stderr}")
     return proc
@@ -45,7 +48,7 @@ def power_on(node: str) -> None:
 
 def link_outage() -> contextlib.AbstractContextManager[None]:
     """The link between the GPU node and the tunnel host silently drops every packet."""
-    return lab.silent_link_outage(lab.CONTAINER_PREFIX + GPU_NODE, TUNNEL_HOST_ADDRESS)
+    return labcontainers.silent_link_outage(lab.CONTAINER_PREFIX + GPU_NODE, TUNNEL_HOST_ADDRESS)
 
 
 def wait_for_tunnel(timeout: float = 30) -> float:
@@ -74,7 +77,7 @@ def converged() -> subprocess.CompletedProcess[str]:
     """The session's first converge, made as a user makes it: `gpufleet --json up` on the lab
     inventory (test_cli checks its output). Every converge costs a minute or more of CI, so the
     tests share this one."""
-    if not lab.running_hosts():
+    if not labcontainers.running_hosts():
         pytest.fail("the lab is down: run `gpufleet lab up` (make lab-tests does)")
     proc = gpufleet("--json", "up", "-i", str(lab.LAB_INVENTORY.parent))
     assert proc.returncode == 0, proc.stderr[-4000:]
@@ -98,9 +101,9 @@ def second_gpu_node(converged, tmp_path):
     gpu2's tunnel and target)."""
     inventory = tmp_path / "gpu2.yml"
     inventory.write_text(yaml.safe_dump({"all": {"children": {"gpu_nodes": {"hosts": {"gpu2": SECOND_GPU_NODE}}}}}))
-    lab.up(inventory)
+    labhosts.up(inventory)
     yield SECOND_GPU_NODE
-    lab.podman("rm", "-f", "-t", "2", lab.CONTAINER_PREFIX + "gpu2")
+    labcontainers.podman("rm", "-f", "-t", "2", lab.CONTAINER_PREFIX + "gpu2")
 
 
 SECOND_GPU_NODE = {"ansible_host": "10.213.7.22"}

@@ -6,6 +6,7 @@ import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
+from gpufleet_lab import inventory as labinventory
 from gpufleet_lab import k8s as labk8s
 from gpufleet_lab import nodes as labnodes
 from gpufleet_lab import registry as labregistry
@@ -34,10 +35,10 @@ def published_images(api: client.ApiClient) -> Iterator[None]:
     that the main job's pods still pull theirs through the fleet's mirror (`lab up` imports neither)."""
     archives = labnodes.build_images(labk8s.bin_dir())
     published = {name: archives[name] for name in labregistry.PUBLISHED}
-    for node in labnodes.REAL_NODES:
+    for node in labinventory.REAL_NODES:
         labnodes.import_images(node, published)
     yield
-    for node in labnodes.REAL_NODES:
+    for node in labinventory.REAL_NODES:
         labnodes.forget_images(node, published, {}, everything=True)
 
 

@@ -13,10 +13,11 @@ import urllib.request
 import uuid
 from pathlib import Path
 
-import gpufleet_lab as lab
 import yaml
 from conftest import wait_for
 from gpufleet_lab import REPO_ROOT
+from gpufleet_lab import containers as labcontainers
+from gpufleet_lab import inventory as labinventory
 from gpufleet_lab import k8s as labk8s
 from gpufleet_lab import nodes as labnodes
 from kubernetes import client
@@ -99,7 +100,7 @@ def test_a_pod_starts_passes_its_probe_and_answers_through_its_service(gpu_api, 
     apps.create_namespaced_deployment(namespace, deployment)
     port = core.create_namespaced_service(namespace, service).spec.ports[0].node_port
     (pod,) = wait_for(lambda: ready_pods(core, namespace), "the calibration pod to pass its readiness probe", 120)
-    node = next(n for n in labnodes.REAL_NODES if n.name == pod.spec.node_name)
+    node = next(n for n in labinventory.REAL_NODES if n.name == pod.spec.node_name)
 
     # The controller reaches the pod through kube-proxy's node port, as `gpufleet verify` does.
     request = urllib.request.Request(
@@ -209,7 +210,7 @@ def probe_image(tag: str) -> str:
         (Path(tmp) / "probe").write_text(tag)
         tar = subprocess.Popen(["tar", "-C", tmp, "-c", "."], stdout=subprocess.PIPE)
         subprocess.run(["podman", "import", "--change", 'ENTRYPOINT ["/pause"]', "-", name],
-                       stdin=tar.stdout, env=lab.podman_env(), check=True, capture_output=True)  # fmt: skip
+                       stdin=tar.stdout, env=labcontainers.podman_env(), check=True, capture_output=True)  # fmt: skip
         tar.wait()
     return name
 
@@ -231,7 +232,7 @@ def test_a_pod_pulls_its_image_through_the_mirror_the_roles_set_up(gpu_api, name
     }
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
     (tmp_path / "mirror.yml").write_text(MIRROR_PLAYBOOK.replace("{mirror}", main_node.address))
-    env = {**lab.podman_env(), "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"), "ANSIBLE_FORCE_COLOR": "0",
+    env = {**labcontainers.podman_env(), "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"), "ANSIBLE_FORCE_COLOR": "0",
            "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin:/usr/sbin:/sbin"}  # fmt: skip
     cmd = ["ansible-playbook", "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "mirror.yml")]
     converge = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO_ROOT, check=False, timeout=600)
@@ -240,7 +241,7 @@ def test_a_pod_pulls_its_image_through_the_mirror_the_roles_set_up(gpu_api, name
     # The image goes into the mirror under the project, as a Harbor proxy cache would hold it.
     tag = uuid.uuid4().hex[:12]
     local = probe_image(tag)
-    lab.podman(
+    labcontainers.podman(
         "push", "--tls-verify=false", local, f"docker://{main_node.address}:5000/lab/gpufleet/mirror-probe:{tag}"
     )
     image = f"registry.gpufleet.test/gpufleet/mirror-probe:{tag}"
@@ -272,4 +273,4 @@ def test_a_pod_pulls_its_image_through_the_mirror_the_roles_set_up(gpu_api, name
         mine
     )
     assert any('"GET /v2/lab/gpufleet/mirror-probe/blobs/sha256:' in x and '" 200 ' in x for x in mine), mine
-    lab.podman("rmi", local, check=False)
+    labcontainers.podman("rmi", local, check=False)

@@ -8,6 +8,9 @@ import tomllib
 import gpufleet_lab as lab
 import pytest
 import yaml
+from gpufleet_lab import image as labimage
+from gpufleet_lab import inventory as labinventory
+from gpufleet_lab import prerequisites as labprerequisites
 
 
 def test_mirror_from_deb822_sources(tmp_path):
@@ -16,27 +19,27 @@ def test_mirror_from_deb822_sources(tmp_path):
         "Types: deb\nURIs: http://mirror.example/debian-security\nSuites: bookworm-security\n\n"
         "Types: deb\nURIs: http://mirror.example/debian\nSuites: bookworm bookworm-updates\nComponents: main\n"
     )
-    assert lab.debian_mirror(tmp_path) == "http://mirror.example/debian"
+    assert labimage.debian_mirror(tmp_path) == "http://mirror.example/debian"
 
 
 def test_mirror_from_one_line_sources(tmp_path):
     (tmp_path / "sources.list.d").mkdir()
     (tmp_path / "sources.list").write_text("# c\ndeb [arch=amd64] http://mirror.example/debian bookworm main\n")
-    assert lab.debian_mirror(tmp_path) == "http://mirror.example/debian"
+    assert labimage.debian_mirror(tmp_path) == "http://mirror.example/debian"
 
 
 def test_no_mirror_is_a_clear_error(tmp_path):
     (tmp_path / "sources.list.d").mkdir()
     with pytest.raises(lab.LabError, match="no Debian bookworm mirror"):
-        lab.debian_mirror(tmp_path)
+        labimage.debian_mirror(tmp_path)
 
 
 def test_recipe_hash_changes_with_the_recipe():
-    assert lab.recipe_hash("http://a/debian") != lab.recipe_hash("http://b/debian")
+    assert labimage.recipe_hash("http://a/debian") != labimage.recipe_hash("http://b/debian")
 
 
 def test_the_lab_inventorys_hosts_are_the_clusters_real_nodes():
-    plain, real = lab.split_hosts()
+    plain, real = labinventory.split_hosts()
     assert plain == []
     assert {(h.name, h.group) for h in real} == {("worker-main", "main_cluster"), ("worker-gpu1", "gpu_nodes")}
 
@@ -46,20 +49,20 @@ def test_a_real_nodes_name_at_another_address_is_refused(tmp_path):
     hosts = {"worker-gpu1": {"ansible_host": "10.213.7.50"}}
     inventory.write_text(yaml.safe_dump({"all": {"children": {"gpu_nodes": {"hosts": hosts}}}}))
     with pytest.raises(lab.LabError, match=re.escape("worker-gpu1 is a lab node at 10.213.7.242, not 10.213.7.50")):
-        lab.split_hosts(inventory)
+        labinventory.split_hosts(inventory)
 
 
 def test_host_outside_the_lab_subnet_is_refused(tmp_path):
     inventory = tmp_path / "hosts.yml"
     inventory.write_text(yaml.safe_dump({"all": {"children": {"g": {"hosts": {"x": {"ansible_host": "192.0.2.1"}}}}}}))
     with pytest.raises(lab.LabError, match="outside the lab"):
-        lab.load_hosts(inventory)
+        labinventory.load_hosts(inventory)
 
 
 def test_scale_inventory(tmp_path, monkeypatch):
     monkeypatch.setenv("GPUFLEET_LAB_DIR", str(tmp_path))
-    path = lab.scale_inventory(32)
-    hosts, real = lab.split_hosts(path)
+    path = labinventory.scale_inventory(32)
+    hosts, real = labinventory.split_hosts(path)
     assert len([h for h in hosts if h.group == "gpu_nodes"]) == 32 and real == []
     assert len({h.address for h in hosts}) == 33
     group_vars = yaml.safe_load((path.parent / "group_vars" / "all.yml").read_text())
@@ -70,10 +73,10 @@ def test_scale_inventory(tmp_path, monkeypatch):
 def test_a_large_lab_raises_the_inotify_limit_and_a_small_one_leaves_it(tmp_path, monkeypatch):
     limit = tmp_path / "max_user_instances"
     limit.write_text("128\n")
-    monkeypatch.setattr(lab, "INOTIFY_INSTANCES", limit)
-    lab.ensure_inotify_instances(3)
+    monkeypatch.setattr(labprerequisites, "INOTIFY_INSTANCES", limit)
+    labprerequisites.ensure_inotify_instances(3)
     assert limit.read_text().strip() == "128"
-    lab.ensure_inotify_instances(33)
+    labprerequisites.ensure_inotify_instances(33)
     assert int(limit.read_text()) >= 33 * 16
 
 
@@ -81,12 +84,12 @@ def test_real_nodes_have_their_own_addresses_and_pod_subnets():
     from gpufleet_lab import nodes as labnodes
 
     hosts = {str(ipaddress.ip_network(lab.SUBNET)[i]) for i in (11, *range(21, 221))}  # a scale inventory's
-    addresses = [n.address for n in labnodes.REAL_NODES]
-    subnets = [ipaddress.ip_network(n.pod_subnet) for n in labnodes.REAL_NODES]
+    addresses = [n.address for n in labinventory.REAL_NODES]
+    subnets = [ipaddress.ip_network(n.pod_subnet) for n in labinventory.REAL_NODES]
     assert len(set(addresses)) == len(addresses) and not hosts & set(addresses)  # scale hosts included
     assert all(s.subnet_of(ipaddress.ip_network(labnodes.POD_CIDR)) for s in subnets)
     assert not any(a.overlaps(b) for i, a in enumerate(subnets) for b in subnets[i + 1 :])
-    assert {n.cluster for n in labnodes.REAL_NODES} == {"main", "gpu"}
+    assert {n.cluster for n in labinventory.REAL_NODES} == {"main", "gpu"}
 
 
 def test_real_node_configuration_parses_and_keeps_what_this_machine_needs():
@@ -100,12 +103,12 @@ def test_real_node_configuration_parses_and_keeps_what_this_machine_needs():
     kubelet = yaml.safe_load(labnodes.kubelet_config())
     assert kubelet["failCgroupV1"] is False and kubelet["cgroupDriver"] == "cgroupfs"
     assert kubelet["authentication"]["anonymous"]["enabled"] is False
-    cni = json.loads(labnodes.cni_config(labnodes.REAL_NODES[0]))
-    assert cni["plugins"][0]["ipam"]["ranges"] == [[{"subnet": labnodes.REAL_NODES[0].pod_subnet}]]
+    cni = json.loads(labnodes.cni_config(labinventory.REAL_NODES[0]))
+    assert cni["plugins"][0]["ipam"]["ranges"] == [[{"subnet": labinventory.REAL_NODES[0].pod_subnet}]]
     assert cni["plugins"][0]["ipam"]["routes"] == [{"dst": "0.0.0.0/0"}]  # pods reach Services and the API server
     proxy = yaml.safe_load(labnodes.kube_proxy_config())
     assert proxy["conntrack"]["maxPerCore"] == 0 and proxy["clusterCIDR"] == labnodes.POD_CIDR
-    units = labnodes.units(labnodes.REAL_NODES[0])
+    units = labnodes.units(labinventory.REAL_NODES[0])
     assert "--make-rshared /" in units["containerd.service"]
     assert "Type=notify" in units["containerd.service"]  # a restart returns once its socket serves
     assert f"--register-with-taints={labnodes.TAINT['key']}" in units["kubelet.service"]
@@ -116,6 +119,6 @@ def test_the_lab_inventory_runs_production_s_site_yml_which_has_no_lab_play(tmp_
 
     assert runner.site_playbook(runner.inventory_vars(lab.LAB_INVENTORY.parent)) == "site.yml"
     monkeypatch.setenv("GPUFLEET_LAB_DIR", str(tmp_path))
-    assert runner.site_playbook(runner.inventory_vars(lab.scale_inventory(2).parent)) == lab.PLAYBOOK
+    assert runner.site_playbook(runner.inventory_vars(labinventory.scale_inventory(2).parent)) == lab.PLAYBOOK
     production = (runner.collection_dir() / "site.yml").read_text()
     assert "lab_" not in production and "lab/" not in production

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import gpufleet_lab as lab
 import pytest
+from gpufleet_lab import prerequisites as labprerequisites
 
 pytestmark = pytest.mark.skipif(shutil.which("dpkg-query") is None, reason="needs a Debian machine")
 
@@ -50,13 +51,13 @@ def programs_started_from_python() -> set[str]:
 
 
 def test_each_program_comes_from_the_package_the_table_names():
-    for package, programs in lab.debian_requirements().items():
+    for package, programs in labprerequisites.debian_requirements().items():
         for program in programs:
             assert owner(program) == package, f"requirements/debian.txt: {program} is not shipped by {package}"
 
 
 def test_every_program_the_project_starts_is_installed_by_setup():
-    listed = set(lab.debian_requirements())
+    listed = set(labprerequisites.debian_requirements())
     programs = programs_started_from_python()
     assert {"podman", "debootstrap", "promtool", "tmux"} <= programs  # the scan sees them
     for program in sorted(programs):
@@ -75,7 +76,7 @@ def test_a_missing_program_is_named_with_its_package(tmp_path):
     table = tmp_path / "debian.txt"
     table.write_text("# comment\nsh-tools  sh\niptables  /nonexistent/iptables  no-such-program\n")
     with pytest.raises(lab.LabError) as error:
-        lab.check_prerequisites(table)
+        labprerequisites.check_prerequisites(table)
     message = str(error.value)
     assert "/nonexistent/iptables, no-such-program (package iptables)" in message
     assert "apt-get install iptables" in message and "sh-tools" not in message

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import testinfra
 from gpufleet.lib import prometheus_verify as pv
-from gpufleet_lab import silent_link_outage
+from gpufleet_lab.containers import silent_link_outage
 
 testinfra_hosts = ["ansible://rw-gpu"]
 

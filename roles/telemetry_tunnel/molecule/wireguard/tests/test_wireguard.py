@@ -3,7 +3,7 @@
 import time
 
 import yaml
-from gpufleet_lab import silent_link_outage
+from gpufleet_lab.containers import silent_link_outage
 
 testinfra_hosts = ["ansible://wg-main"]
 
