@@ -120,6 +120,4 @@ collection:
 	rm -rf .cache/collection && mkdir -p .cache/collection
 	ansible-galaxy collection build --force --output-path .cache/collection .
 	ansible-galaxy collection install --offline --force -p .cache/collection/installed .cache/collection/gpufleet-platform-*.tar.gz
-	for m in gpu_facts gpu_health gpu_mig prometheus_verify llm_benchmark inference_smoke rollout_status; do \
-	  ANSIBLE_COLLECTIONS_PATH=.cache/collection/installed ansible-doc gpufleet.platform.$$m >/dev/null || exit 1; done
-	@echo "collection: built, installed, modules resolve by FQCN"
+	@echo "collection: built and installed (tests/integration/test_collection_content.py checks what it holds)"

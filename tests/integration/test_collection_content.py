@@ -3,6 +3,8 @@ and this lists the built archive against what a user of gpufleet.platform instal
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import subprocess
 import sys
@@ -24,15 +26,20 @@ PRODUCT = re.compile(
 )
 
 
+BIN = Path(sys.executable).parent
+
+
 @pytest.fixture(scope="module")
-def archive(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("collection")
-    subprocess.run(
-        [str(Path(sys.executable).parent / "ansible-galaxy"), "collection", "build", "--output-path", str(out),
-         str(REPO_ROOT)],
-        check=True, capture_output=True,
-    )  # fmt: skip
-    (built,) = out.glob("gpufleet-platform-*.tar.gz")
+    subprocess.run([str(BIN / "ansible-galaxy"), "collection", "build", "--output-path", str(out), str(REPO_ROOT)],
+                   check=True, capture_output=True)  # fmt: skip
+    (tarball,) = out.glob("gpufleet-platform-*.tar.gz")
+    return tarball
+
+
+@pytest.fixture(scope="module")
+def archive(built: Path) -> set[str]:
     with tarfile.open(built) as tar:
         return {member.name for member in tar.getmembers() if member.isfile()}
 
@@ -56,3 +63,24 @@ def test_the_lab_and_the_tests_stay_out(archive: set[str]) -> None:
     for outside in ("lab/", "tests/", "molecule/", "src/", "scripts/", "benchmarks/", "inventories/lab"):
         assert not any(name.startswith(outside) for name in archive), outside
     assert not any("/molecule/" in name for name in archive)
+
+
+# What a user of the installed collection finds with ansible-doc: every module, filter and test,
+# each with its documentation (a plugin whose docs do not load is listed without a description).
+PLUGIN_DOCS = {"module": ("modules", "*.py"), "filter": ("filter", "*.yml"), "test": ("test", "*.yml")}
+
+
+@pytest.mark.parametrize("kind", sorted(PLUGIN_DOCS))
+def test_ansible_doc_finds_every_plugin_of_the_installed_collection(built: Path, tmp_path: Path, kind: str) -> None:
+    subprocess.run([str(BIN / "ansible-galaxy"), "collection", "install", "--offline", "--no-deps", "--force", "-p",
+                    str(tmp_path), str(built)], check=True, capture_output=True)  # fmt: skip
+    env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(tmp_path)}
+    listed = subprocess.run([str(BIN / "ansible-doc"), "-t", kind, "--list", "--json", "gpufleet.platform"],
+                            env=env, capture_output=True, text=True)  # fmt: skip
+    assert listed.returncode == 0, listed.stderr[-2000:]
+    found = json.loads(listed.stdout)
+    folder, pattern = PLUGIN_DOCS[kind]
+    wanted = {f"gpufleet.platform.{p.stem}" for p in (REPO_ROOT / "plugins" / folder).glob(pattern)}
+    assert wanted and wanted <= set(found), sorted(wanted - set(found))
+    undocumented = sorted(name for name in wanted if not found[name])
+    assert not undocumented, f"listed without a description: {undocumented}"
