@@ -19,7 +19,8 @@ CRD = f"{PLURAL}.{GROUP}"
 def preflight() -> subprocess.CompletedProcess:
     kubeconfig = labk8s.kubeconfig_path("gpu")
     cmd = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,", "-c", "local", str(PLAYBOOK),
-           "-e", f"test_crd={CRD}", "-e", f"gpufleet_gpu_cluster_kubeconfig={kubeconfig}"]  # fmt: skip
+           "-e", f"test_crd={CRD}", "-e", f"gpufleet_gpu_cluster_kubeconfig={kubeconfig}",
+           "-e", f"ansible_python_interpreter={sys.executable}"]  # fmt: skip
     env = {"ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"), "PATH": "/usr/bin:/bin", "ANSIBLE_FORCE_COLOR": "0"}
     return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO_ROOT, check=False, timeout=120)
 
