@@ -211,6 +211,12 @@ def start_container(node: RealNode, image: str, pubkey: Path) -> None:
             f"{node.container} is {state}: a lab node's container cannot be started again on this machine"
             " without breaking the other nodes. Run `gpufleet lab down`, then `gpufleet lab up`"
         )
+    # A new node's containerd starts empty, as a freshly installed node's. A volume left by a replaced
+    # container (another checkout's lab, the machine restarted under a lab) holds the old pods'
+    # containers and their snapshots, and containerd's unpacker skips fetching a layer whose snapshot
+    # it has: the likely cause of a first pull through the fleet's mirror that took the manifests only
+    # (test_images in stop 42's CI, after a lab left up on this machine).
+    labcontainers.podman("volume", "rm", "-f", f"{node.container}-containerd", check=False)
     labcontainers.podman(
         "run", "-d", "--name", node.container, "--hostname", node.name,
         "--network", lab.NETWORK, "--ip", node.address, "--mac-address", labcontainers.mac_of(node.address),
