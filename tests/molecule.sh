@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run every scenario of every role (or of the roles named as arguments) with the
 # shared config in molecule/config.yml, on the lab base image; a cluster scenario (its molecule.yml
-# starts with `# gpufleet: cluster scenario`) with molecule/cluster.yml's settings over it.
+# holds the line `# gpufleet: cluster scenario`) with molecule/cluster.yml's settings over it.
 #
 #   tests/molecule.sh            all of them, in two workers side by side
 #   tests/molecule.sh --apart    those that use nothing of the running lab, in one worker
@@ -33,7 +33,7 @@ role_dir() {  # role: the product's (roles/) or the lab's (lab/roles/)
 }
 
 is_cluster() {  # molecule.yml
-  [ "$(sed -n 2p "$1")" = "# gpufleet: cluster scenario" ]
+  grep -qxF "# gpufleet: cluster scenario" "$1"
 }
 
 scenario() {  # role/scenario [log]

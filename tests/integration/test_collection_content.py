@@ -70,11 +70,17 @@ def test_the_lab_and_the_tests_stay_out(archive: set[str]) -> None:
 PLUGIN_DOCS = {"module": ("modules", "*.py"), "filter": ("filter", "*.yml"), "test": ("test", "*.yml")}
 
 
-@pytest.mark.parametrize("kind", sorted(PLUGIN_DOCS))
-def test_ansible_doc_finds_every_plugin_of_the_installed_collection(built: Path, tmp_path: Path, kind: str) -> None:
+@pytest.fixture(scope="module")
+def installed(built: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    target = tmp_path_factory.mktemp("installed")
     subprocess.run([str(BIN / "ansible-galaxy"), "collection", "install", "--offline", "--no-deps", "--force", "-p",
-                    str(tmp_path), str(built)], check=True, capture_output=True)  # fmt: skip
-    env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(tmp_path)}
+                    str(target), str(built)], check=True, capture_output=True)  # fmt: skip
+    return target
+
+
+@pytest.mark.parametrize("kind", sorted(PLUGIN_DOCS))
+def test_ansible_doc_finds_every_plugin_of_the_installed_collection(installed: Path, kind: str) -> None:
+    env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(installed)}
     listed = subprocess.run([str(BIN / "ansible-doc"), "-t", kind, "--list", "--json", "gpufleet.platform"],
                             env=env, capture_output=True, text=True)  # fmt: skip
     assert listed.returncode == 0, listed.stderr[-2000:]

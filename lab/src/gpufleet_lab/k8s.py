@@ -605,7 +605,7 @@ def down() -> list[str]:
                 os.killpg(pid, signal.SIGKILL)
     for node in labinventory.REAL_NODES:
         labcontainers.podman("rm", "-f", "-t", "2", node.container, check=False)
-        labcontainers.podman("volume", "rm", "-f", f"{node.container}-containerd", check=False)
+        labcontainers.podman("volume", "rm", "-f", labnodes.containerd_volume(node), check=False)
     k8s = Path(lab_dir(), "k8s")
     if k8s.exists():
         subprocess.run(["rm", "-rf", str(k8s)], check=True)

@@ -193,6 +193,11 @@ WantedBy=multi-user.target
     }
 
 
+def containerd_volume(node: RealNode) -> str:
+    """The podman volume that holds the node's containerd state (overlayfs cannot stack on the container's)."""
+    return f"{node.container}-containerd"
+
+
 def start_container(node: RealNode, image: str, pubkey: Path) -> None:
     """A privileged systemd container with its own cgroup namespace (the kubelet manages cgroups
     under it) and containerd's state on a volume (overlayfs cannot stack on the container's).
@@ -216,14 +221,14 @@ def start_container(node: RealNode, image: str, pubkey: Path) -> None:
     # containers and their snapshots, and containerd's unpacker skips fetching a layer whose snapshot
     # it has: the likely cause of a first pull through the fleet's mirror that took the manifests only
     # (test_images in stop 42's CI, after a lab left up on this machine).
-    labcontainers.podman("volume", "rm", "-f", f"{node.container}-containerd", check=False)
+    labcontainers.podman("volume", "rm", "-f", containerd_volume(node), check=False)
     labcontainers.podman(
         "run", "-d", "--name", node.container, "--hostname", node.name,
         "--network", lab.NETWORK, "--ip", node.address, "--mac-address", labcontainers.mac_of(node.address),
         "--systemd=always", "--privileged", "--cgroupns=private",
         "--label", "io.gpufleet.lab=1", "--label", f"{lab.KEY_LABEL}={labcontainers.key_id(pubkey)}",
         "-v", f"{pubkey}:/root/.ssh/authorized_keys:ro",
-        "-v", f"{node.container}-containerd:/var/lib/containerd",
+        "-v", f"{containerd_volume(node)}:/var/lib/containerd",
         image, "/sbin/init",
     )  # fmt: skip
 
