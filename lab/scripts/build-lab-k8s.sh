@@ -10,8 +10,10 @@
 #   Prometheus, the Prometheus Operator and its config-reloader, at the versions kube-prometheus-stack
 #   79.0.1 deploys
 #   kwok (simulated nodes) and its stages, helm, and KServe's InferenceService CRD.
+#   KEDA's operator, metrics API server and admission webhooks, at the version of the pinned chart.
+#   CoreDNS, the clusters' DNS (KEDA's metrics server finds its operator by its Service's name).
 #
-# All of them but one are built in one module graph, Kubernetes' own: each package is compiled once,
+# All of them but KEDA and one node_exporter are built in one module graph, Kubernetes' own: each package is compiled once,
 # where building each tool from its own module compiled k8s.io/api, client-go, gRPC and
 # OpenTelemetry four or five times over, at as many versions (about a third of a cold build).
 # So each tool is its release's source built against the newest version of a shared dependency that
@@ -48,6 +50,15 @@ CONTROLLER_RUNTIME_VERSION=v0.22.2
 # compute/metadata package that is its own module now: Prometheus' build finds it twice. A version
 # without it (the one the operator's Thanos module asks for) settles that.
 CLOUD_GO_VERSION=v0.118.0
+# KEDA at the version the pinned chart (lab/charts/keda-2.20.2.tgz) deploys. Its own module graph: its
+# go.mod pins k8s.io/* v0.35 and controller-runtime v0.23 with replace directives, and on Kubernetes
+# 1.36's modules controller-runtime does not compile (../shared/LAB-NOTES.md). Built as upstream does,
+# in its module (the module cache's copy), the three commands in one `go build`.
+KEDA_VERSION=v2.20.2
+# CoreDNS as kubeadm deploys it, with the plugins a cluster's DNS uses (its own module graph; the
+# generated plugin list is cut to them, as CoreDNS's plugin.cfg is for a custom build).
+COREDNS_VERSION=v1.14.7
+COREDNS_PLUGINS="errors health ready kubernetes forward cache loop reload loadbalance log"
 
 # Each tool's binary, the package it is built from and its version, one per line: the build runs
 # when this list changes or a binary is missing.
@@ -197,6 +208,31 @@ if ! tools_built; then
   trap 'rm -rf "$work"' EXIT
   build_tools
   cd / && rm -rf "$work" && trap - EXIT
+fi
+# Named <command>-<version> as the other upstream images' binaries (nodes.py makes the images).
+if [ ! -x "$bin/keda-$KEDA_VERSION" ] || [ ! -x "$bin/keda-adapter-$KEDA_VERSION" ] \
+  || [ ! -x "$bin/keda-admission-webhooks-$KEDA_VERSION" ]; then
+  step "building KEDA $KEDA_VERSION (its own module graph)"
+  tmp=$(mktemp -d)
+  cp -r "$(module_dir "github.com/kedacore/keda/v2@$KEDA_VERSION")" "$tmp/keda" && chmod -R u+w "$tmp/keda"
+  (cd "$tmp/keda" && go build -trimpath -ldflags "-s -w -X github.com/kedacore/keda/v2/version.Version=${KEDA_VERSION#v}" \
+    -o "$tmp/bin/" ./cmd/operator ./cmd/adapter ./cmd/webhooks)
+  mv "$tmp/bin/operator" "$bin/keda-$KEDA_VERSION"
+  mv "$tmp/bin/adapter" "$bin/keda-adapter-$KEDA_VERSION"
+  mv "$tmp/bin/webhooks" "$bin/keda-admission-webhooks-$KEDA_VERSION"
+  rm -rf "$tmp"
+fi
+if [ ! -x "$bin/coredns-$COREDNS_VERSION" ]; then
+  step "building CoreDNS $COREDNS_VERSION ($COREDNS_PLUGINS)"
+  tmp=$(mktemp -d)
+  cp -r "$(module_dir "github.com/coredns/coredns@$COREDNS_VERSION")" "$tmp/coredns" && chmod -R u+w "$tmp/coredns"
+  {
+    printf 'package plugin\n\nimport (\n'
+    for plugin in $COREDNS_PLUGINS; do printf '\t_ "github.com/coredns/coredns/plugin/%s"\n' "$plugin"; done
+    printf ')\n'
+  } > "$tmp/coredns/core/plugin/zplugin.go"
+  (cd "$tmp/coredns" && go build -trimpath -ldflags "-s -w" -o "$bin/coredns-$COREDNS_VERSION" .)
+  rm -rf "$tmp"
 fi
 if [ ! -x "$bin/node_exporter-$NODE_EXPORTER_PREVIOUS_VERSION" ]; then
   step "building node_exporter $NODE_EXPORTER_PREVIOUS_VERSION"

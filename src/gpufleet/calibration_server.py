@@ -13,8 +13,17 @@ can tell server pacing from its own lag.
 /metrics answers the vLLM series the collection's dashboard, alerts and `gpufleet verify`
 read (names, types, labels and buckets as vLLM 0.23 exports them, tests/fixtures/device/
 h200-vllm/metrics.txt), counting the requests it really served: the lab's Prometheus
-scrapes it where production scrapes vLLM. There is no KV cache, queue or preemption here,
-so those read 0.
+scrapes it where production scrapes vLLM.
+
+One replica's capacity, as vLLM's scheduler has it: ``--max-num-seqs`` requests run at once, the
+rest wait (vllm:num_requests_waiting, vllm:request_queue_time_seconds) and their first token comes
+that much later; vllm:kv_cache_usage_perc reads the share of the slots in use. There is no KV cache
+or preemption here.
+
+SIGTERM as vLLM 0.23 answers it (measured on an H200, tests/fixtures/device/h200-vllm-sigterm/):
+with ``--shutdown-timeout 0`` (vLLM's default) every stream in flight stops where it is and the
+server holds the broken connections until it is killed; with N > 0 it stops accepting, lets the
+streams in flight finish for up to N seconds, cuts what is left and exits.
 
 It speaks just enough HTTP/1.1 (keep-alive, Content-Length bodies, chunked SSE
 responses) on a raw asyncio Protocol, under uvloop when present, so that it is not
@@ -29,6 +38,7 @@ import bisect
 import json
 import os
 import random
+import signal
 import socket
 import subprocess
 import sys
@@ -55,8 +65,20 @@ class Schedule:
     model: str = "calibration"
     # Like vLLM's --api-key: /v1/* answers 401 without "Authorization: Bearer <key>"; /health is open.
     api_key: str | None = None
+    max_num_seqs: int = 0  # requests served at once (0: no limit); the others wait
+    shutdown_timeout: int = 0  # seconds to drain on SIGTERM; 0 aborts, as vLLM does
     counters: dict[str, int] = field(default_factory=lambda: {"requests": 0, "events": 0})
     metrics: EngineMetrics = field(default_factory=lambda: EngineMetrics())
+    aborted: bool = False  # SIGTERM with no drain: streams stop where they are
+    streams: set[Handler] = field(default_factory=set)  # serving a request now
+    _slots: asyncio.Semaphore | None = None
+
+    def slots(self) -> asyncio.Semaphore | None:
+        """vLLM's --max-num-seqs: made in the server's event loop, on first use."""
+        if self.max_num_seqs and self._slots is None:
+            self._slots = asyncio.Semaphore(self.max_num_seqs)
+            self.metrics.slots = self.max_num_seqs
+        return self._slots
 
 
 # vLLM 0.23's histogram buckets (seconds), as in its /metrics.
@@ -117,6 +139,8 @@ class EngineMetrics:
     """What the server really did, in vLLM's series."""
 
     running: int = 0
+    waiting: int = 0
+    slots: int = 0
     prompt_tokens: int = 0
     generation_tokens: int = 0
     finished: dict[str, int] = field(default_factory=lambda: {"length": 0, "abort": 0, "error": 0})
@@ -125,8 +149,8 @@ class EngineMetrics:
     e2e: Histogram = field(default_factory=lambda: Histogram(REQUEST_BUCKETS))
     queue: Histogram = field(default_factory=lambda: Histogram(REQUEST_BUCKETS))
 
-    def finish(self, reason: str, tokens: int, ttft_s: float, e2e_s: float) -> None:
-        """One request done: its tokens, first-token time, mean gap (once per gap), total time."""
+    def finish(self, reason: str, tokens: int, ttft_s: float, e2e_s: float, queued_s: float = 0.0) -> None:
+        """One request done: its tokens, first-token time, mean gap (once per gap), total time, wait."""
         self.finished[reason] += 1
         self.prompt_tokens += PROMPT_TOKENS
         self.generation_tokens += tokens
@@ -134,11 +158,15 @@ class EngineMetrics:
         if tokens > 1:
             self.itl.observe((e2e_s - ttft_s) / (tokens - 1), tokens - 1)
         self.e2e.observe(e2e_s)
-        self.queue.observe(0.0)
+        self.queue.observe(queued_s)
 
     def exposition(self, model: str) -> bytes:
         labels = f'engine="0",model_name="{model}"'
-        gauges = {"num_requests_running": self.running, "num_requests_waiting": 0, "kv_cache_usage_perc": 0.0}
+        gauges = {
+            "num_requests_running": self.running,
+            "num_requests_waiting": self.waiting,
+            "kv_cache_usage_perc": self.running / self.slots if self.slots else 0.0,
+        }
         counters = {
             "prompt_tokens": self.prompt_tokens,
             "generation_tokens": self.generation_tokens,
@@ -177,6 +205,10 @@ class Handler(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
+        self.closed = asyncio.Event()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed.set()
 
     def data_received(self, data: bytes) -> None:
         # The schedule runs from the moment the request arrived, not from when its task starts.
@@ -271,13 +303,26 @@ class Handler(asyncio.Protocol):
             s.metrics.finished["error"] += 1
             self._respond("500 Internal Server Error", {"error": {"message": "injected failure (calibration server)"}})
             return
+        loop = asyncio.get_running_loop()
+        slots = s.slots()
+        if slots is not None:
+            s.metrics.waiting += 1
+            try:
+                await slots.acquire()
+            finally:
+                s.metrics.waiting -= 1
+        queued = max(0.0, loop.time() - (self.arrived or loop.time())) if slots is not None else 0.0
         s.metrics.running += 1
+        s.streams.add(self)
         try:
-            await self._answer(chat, request, number)
+            await self._answer(chat, request, number, queued)
         finally:
             s.metrics.running -= 1
+            s.streams.discard(self)
+            if slots is not None:
+                slots.release()
 
-    async def _answer(self, chat: bool, request: dict[str, Any], number: int) -> None:
+    async def _answer(self, chat: bool, request: dict[str, Any], number: int, queued: float = 0.0) -> None:
         s = self.schedule
         tokens = int(request.get("max_tokens") or s.tokens)
         started = time.time()
@@ -285,7 +330,7 @@ class Handler(asyncio.Protocol):
         if not request.get("stream"):
             ttft = self._delay(s.ttft_s)
             await asyncio.sleep(ttft + self._delay(s.itl_s) * (tokens - 1))
-            s.metrics.finish("length", tokens, ttft, time.time() - started)
+            s.metrics.finish("length", tokens, queued + ttft, queued + time.time() - started, queued)
             text = " tok" * tokens
             answer: dict[str, Any] = {"index": 0, "finish_reason": "length"}
             answer.update({"message": {"role": "assistant", "content": text}} if chat else {"text": text})
@@ -340,9 +385,13 @@ class Handler(asyncio.Protocol):
         cut_at = tokens // 2 if s.cut_every and number % s.cut_every == 0 else None
         sent = 0
         first_token_s = 0.0
-        due = t0 + self._delay(s.ttft_s)
+        # A request that waited for a slot starts its schedule when it got one; its TTFT counts the wait.
+        due = t0 + queued + self._delay(s.ttft_s)
         while sent < tokens:
             await asyncio.sleep(max(0.0, due - loop.time()))
+            if s.aborted:  # vLLM's abort: no more tokens, the connection held until the client gives up
+                await self.closed.wait()
+                return
             batch = min(s.tokens_per_event, tokens - sent)
             if not sent:
                 first_token_s = loop.time() - t0
@@ -354,7 +403,7 @@ class Handler(asyncio.Protocol):
             if cut_at is not None and sent >= cut_at:
                 if self.transport:
                     self.transport.close()  # mid-stream: no terminating chunk, no [DONE]
-                s.metrics.finish("abort", sent, first_token_s, loop.time() - t0)
+                s.metrics.finish("abort", sent, first_token_s, loop.time() - t0, queued)
                 return
             due += sum(self._delay(s.itl_s) for _ in range(batch))
         if include_usage:
@@ -363,7 +412,31 @@ class Handler(asyncio.Protocol):
                 {"prompt_tokens": PROMPT_TOKENS, "completion_tokens": tokens, "total_tokens": tokens + PROMPT_TOKENS},
             )
         self._send(_chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
-        s.metrics.finish("length", tokens, first_token_s, loop.time() - t0)
+        s.metrics.finish("length", tokens, first_token_s, loop.time() - t0, queued)
+
+
+async def shutdown(schedule: Schedule, server: asyncio.AbstractServer, done: asyncio.Future[None]) -> None:
+    """SIGTERM, as vLLM 0.23 answers it (the module's docstring): no new connections, then abort or drain."""
+    server.close()
+    loop = asyncio.get_running_loop()
+    if not schedule.shutdown_timeout:
+        # The streams in flight stop, and the server exits once their clients have closed them (on
+        # the H200, vLLM held them until it was killed 120 s later: a pod's grace period ends it).
+        schedule.aborted = True
+        print(f"calibration server: SIGTERM, mode=abort in flight={len(schedule.streams)}", flush=True)
+        while schedule.streams:
+            await asyncio.sleep(0.05)
+        done.set_result(None)
+        return
+    deadline = loop.time() + schedule.shutdown_timeout
+    print(f"calibration server: SIGTERM, mode=drain timeout={schedule.shutdown_timeout}s "
+          f"in flight={schedule.metrics.running + schedule.metrics.waiting}", flush=True)  # fmt: skip
+    while (schedule.metrics.running or schedule.metrics.waiting) and loop.time() < deadline:
+        await asyncio.sleep(0.02)
+    for handler in list(schedule.streams):  # what the drain did not finish is cut
+        if handler.transport:
+            handler.transport.close()
+    done.set_result(None)
 
 
 async def serve(schedule: Schedule, host: str = "127.0.0.1", port: int = 8100) -> asyncio.AbstractServer:
@@ -409,6 +482,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--model", default="calibration", help="the model name it lists and answers as")
     parser.add_argument("--api-key-env", metavar="VAR", help="require the bearer key held in this variable")
+    parser.add_argument("--max-num-seqs", type=int, default=0, help="requests served at once (0: no limit)")
+    parser.add_argument("--shutdown-timeout", type=int, default=0, help="seconds to drain on SIGTERM (0: abort)")
     args = parser.parse_args(argv)
     schedule = Schedule(
         args.ttft,
@@ -422,6 +497,8 @@ def main(argv: list[str] | None = None) -> None:
         args.seed,
         model=args.model,
         api_key=os.environ[args.api_key_env] if args.api_key_env else None,
+        max_num_seqs=args.max_num_seqs,
+        shutdown_timeout=args.shutdown_timeout,
     )
     try:
         import uvloop
@@ -432,9 +509,11 @@ def main(argv: list[str] | None = None) -> None:
 
     async def run() -> None:
         server = await serve(schedule, args.host, args.port)
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+        loop.add_signal_handler(signal.SIGTERM, lambda: loop.create_task(shutdown(schedule, server, done)))
         print(f"calibration server (a stand-in, not vLLM) on http://{args.host}:{args.port}", flush=True)
-        async with server:
-            await server.serve_forever()
+        await done
 
     asyncio.run(run())
 

@@ -17,8 +17,10 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, TypeVar
 
+import httpx
+
 from gpufleet import calibration_server, display, report, runner
-from gpufleet.lib import bench_telemetry, llm_bench
+from gpufleet.lib import bench_telemetry, capacity, llm_bench
 
 T = TypeVar("T")
 EXIT_OK, EXIT_USAGE, EXIT_FAILED, EXIT_UNREACHABLE, EXIT_LAB, EXIT_CANCELLED = 0, 2, 3, 4, 5, 130
@@ -216,8 +218,41 @@ def cmd_bench(args: argparse.Namespace) -> int:
     _emit(args, result)
     print(report.ladder_table(result), file=sys.stderr)
     print(f"report: {html_path} (data: {json_path})", file=sys.stderr)
+    measured = capacity.from_benchmark(result, _engine(url, args.api, api_key), _gpu_name(result))
+    if measured is None:
+        print("capacity: no level was recommended, so no capacity file (the roles keep their defaults)",
+              file=sys.stderr)  # fmt: skip
+    else:
+        capacity_path = out_dir / "capacity.json"
+        capacity_path.write_text(json.dumps(measured, indent=2) + "\n")
+        replica = measured["replica"]
+        print(f"capacity: one replica serves {replica['streams']} streams (E2E P99 {replica['e2e_p99_s']:.2f} s):"
+              f" {capacity_path} (vllm_capacity_file, triton_capacity_file)", file=sys.stderr)  # fmt: skip
     errors = sum(sum(level["errors"].values()) for level in result["levels"])
     return EXIT_FAILED if errors and args.fail_on_errors else EXIT_OK
+
+
+def _engine(url: str, api: str, api_key: str | None) -> dict[str, str | None]:
+    """The engine the capacity was measured on: Triton for KServe v2, else vLLM with the version its
+    /version route reports (None where it answers none, as a stand-in does not)."""
+    if api == "kserve_v2":
+        return {"name": "triton", "version": None}
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    try:
+        answer = httpx.get(url.rstrip("/") + "/version", headers=headers, timeout=5)
+        version = answer.json().get("version") if answer.status_code == 200 else None
+    except (httpx.HTTPError, ValueError, AttributeError):
+        version = None
+    return {"name": "vllm", "version": version}
+
+
+def _gpu_name(result: dict[str, Any]) -> str | None:
+    """The GPU the levels ran on, as NVML or DCGM named it."""
+    for level in result["levels"]:
+        names = (level.get("gpu") or {}).get("gpus") or []
+        if names:
+            return str(names[0])
+    return None
 
 
 def _prompts(args: argparse.Namespace) -> dict[str, Any]:

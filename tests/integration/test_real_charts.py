@@ -273,3 +273,12 @@ def test_the_versions_file_lists_every_image_the_pinned_charts_deploy(tmp_path):
     }
     deployed = {i for i in images(operator) if "/" in i and ":" in i}  # the operator's and NFD's pods
     assert deployed and deployed | operands <= set(pins["versions_gpu_operator_images"])
+
+
+def test_the_versions_file_lists_every_image_the_pinned_keda_chart_deploys(tmp_path):
+    pins = yaml.safe_load((REPO_ROOT / "roles/versions/defaults/main.yml").read_text())
+    values = tmp_path / "keda.yml"
+    values.write_text(yaml.safe_dump({"image": {"pullPolicy": "IfNotPresent"}, "webhooks": {"enabled": True}}))
+    keda = helm_template(f"keda-{pins['versions_keda_chart']}.tgz", values, "keda")
+    assert images(keda) == set(pins["versions_keda_images"])
+    assert {d["kind"] for d in keda} >= {"APIService", "ValidatingWebhookConfiguration", "CustomResourceDefinition"}

@@ -32,6 +32,7 @@ from gpufleet.lib.manifests import manifest_objects
 import gpufleet_lab as lab
 from gpufleet_lab import REPO_ROOT, LabError, lab_dir
 from gpufleet_lab import containers as labcontainers
+from gpufleet_lab import dns as labdns
 from gpufleet_lab import hosts as labhosts
 from gpufleet_lab import image as labimage
 from gpufleet_lab import inventory as labinventory
@@ -120,24 +121,39 @@ def _write_pki(pki: Path, cluster: str) -> None:
         path.write_bytes(data)
         path.chmod(mode)
 
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"gpufleet-lab-{cluster}-ca")])
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=365))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(x509.KeyUsage(True, False, False, False, False, True, True, False, False), critical=True)
-        .sign(ca_key, hashes.SHA256())
-    )
-    save("ca.crt", ca.public_bytes(serialization.Encoding.PEM), 0o644)
-    save("ca.key", key_pem(ca_key))
+    def authority(name: str, cn: str) -> tuple[x509.Name, ec.EllipticCurvePrivateKey]:
+        key = ec.generate_private_key(ec.SECP256R1())
+        subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+        cert = (
+            x509.CertificateBuilder()
+            .subject_name(subject)
+            .issuer_name(subject)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=365))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .add_extension(x509.KeyUsage(True, False, False, False, False, True, True, False, False), critical=True)
+            .sign(key, hashes.SHA256())
+        )
+        save(f"{name}.crt", cert.public_bytes(serialization.Encoding.PEM), 0o644)
+        save(f"{name}.key", key_pem(key))
+        return subject, key
 
-    def issue(name: str, cn: str, org: str | None = None, server: list[x509.GeneralName] | None = None) -> None:
+    ca_name, ca_key = authority("ca", f"gpufleet-lab-{cluster}-ca")
+    # The aggregation layer's own CA, as kubeadm has it: the API server proxies to an extension API
+    # server (KEDA's metrics server) with a client certificate of this CA, which that server trusts for
+    # the user it names in request headers, and for nothing else.
+    front_proxy = authority("front-proxy-ca", f"gpufleet-lab-{cluster}-front-proxy-ca")
+
+    def issue(
+        name: str,
+        cn: str,
+        org: str | None = None,
+        server: list[x509.GeneralName] | None = None,
+        by: tuple[x509.Name, ec.EllipticCurvePrivateKey] | None = None,
+    ) -> None:
+        issuer_name, issuer_key = by or (ca_name, ca_key)
         key = ec.generate_private_key(ec.SECP256R1())
         attrs = [x509.NameAttribute(NameOID.COMMON_NAME, cn)]
         if org:
@@ -145,7 +161,7 @@ def _write_pki(pki: Path, cluster: str) -> None:
         builder = (
             x509.CertificateBuilder()
             .subject_name(x509.Name(attrs))
-            .issuer_name(ca_name)
+            .issuer_name(issuer_name)
             .public_key(key.public_key())
             .serial_number(x509.random_serial_number())
             .not_valid_before(now - datetime.timedelta(minutes=5))
@@ -156,7 +172,7 @@ def _write_pki(pki: Path, cluster: str) -> None:
             usage = x509.oid.ExtendedKeyUsageOID.SERVER_AUTH
         else:
             usage = x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH
-        cert = builder.add_extension(x509.ExtendedKeyUsage([usage]), critical=False).sign(ca_key, hashes.SHA256())
+        cert = builder.add_extension(x509.ExtendedKeyUsage([usage]), critical=False).sign(issuer_key, hashes.SHA256())
         save(f"{name}.crt", cert.public_bytes(serialization.Encoding.PEM), 0o644)
         save(f"{name}.key", key_pem(key))
 
@@ -176,6 +192,7 @@ def _write_pki(pki: Path, cluster: str) -> None:
     issue("controller-manager", "system:kube-controller-manager")
     issue("scheduler", "system:kube-scheduler")
     issue("kwok", "system:kwok-controller", org="system:masters")
+    issue("front-proxy-client", "front-proxy-client", by=front_proxy)
     sa_key = ec.generate_private_key(ec.SECP256R1())
     save("sa.key", key_pem(sa_key))
     save(
@@ -245,6 +262,17 @@ def _commands(state: Path, cluster: Cluster) -> dict[str, list[str]]:
             f"--service-account-signing-key-file={pki}/sa.key",
             "--service-account-issuer=https://kubernetes.default.svc",
             "--allow-privileged=true",
+            # The aggregation layer (KEDA's external metrics API): requests proxied with the front
+            # proxy's client certificate, straight to the extension server's pod (this API server
+            # runs on the lab machine, which has routes to the pods but no kube-proxy of its own).
+            f"--requestheader-client-ca-file={pki}/front-proxy-ca.crt",
+            "--requestheader-allowed-names=front-proxy-client",
+            "--requestheader-username-headers=X-Remote-User",
+            "--requestheader-group-headers=X-Remote-Group",
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+            f"--proxy-client-cert-file={pki}/front-proxy-client.crt",
+            f"--proxy-client-key-file={pki}/front-proxy-client.key",
+            "--enable-aggregator-routing=true",
         ],
         "kube-controller-manager": [
             str(b / "kube-controller-manager"),
@@ -341,6 +369,7 @@ def up(timeout: float = 180) -> Path:
     pubkey = labhosts.ensure_ssh_key().with_suffix(".pub")
     for node in labinventory.REAL_NODES:
         labnodes.start_container(node, image, pubkey)
+        _route_pods(node)
     for cluster in CLUSTERS.values():
         _start_control_plane(cluster)
     for cluster in CLUSTERS.values():
@@ -365,6 +394,14 @@ def up(timeout: float = 180) -> Path:
         names = ", ".join(f"{c}/{n}" for c, n in dead)
         raise LabError(f"{names} exited; {first}/{name}'s log ends: {last[-1] if last else '(empty)'}")
     return kubeconfig_path("main")
+
+
+def _route_pods(node: labinventory.RealNode, add: bool = True) -> None:
+    """The node's pod subnet, routed from the lab machine through the node: the API servers run here,
+    and reach an extension API server's pod (KEDA's metrics server) as a control plane on a flat pod
+    network does."""
+    verb = ("replace", node.pod_subnet, "via", node.address) if add else ("del", node.pod_subnet)
+    subprocess.run(["ip", "route", *verb], check=add, capture_output=True)
 
 
 def _start_control_plane(cluster: Cluster) -> None:
@@ -440,7 +477,7 @@ current-context: lab
         "/etc/kubernetes/pki/kubelet.key": ((pki / f"kubelet-{node.name}.key").read_bytes(), 0o600),
         "/etc/kubernetes/kubelet.kubeconfig": (kubeconfig(f"kubelet-client-{node.name}"), 0o600),
         "/etc/kubernetes/kube-proxy.kubeconfig": (kubeconfig("kube-proxy"), 0o600),
-        "/etc/kubernetes/kubelet.yaml": (labnodes.kubelet_config(), 0o644),
+        "/etc/kubernetes/kubelet.yaml": (labnodes.kubelet_config(labdns.address(SERVICE_CIDR)), 0o644),
         "/etc/kubernetes/kube-proxy.yaml": (labnodes.kube_proxy_config(), 0o644),
         "/etc/containerd/config.toml": (labnodes.containerd_config(), 0o644),
         "/etc/cni/net.d/10-lab-pods.conflist": (labnodes.cni_config(node), 0o644),
@@ -463,10 +500,11 @@ def _node_images(node: labinventory.RealNode, archives: dict[str, Path], new_nod
 
 
 def _advertise_gpu(core: Any, node: labinventory.RealNode) -> None:
-    """One nvidia.com/gpu in the GPU cluster's real node's capacity, so that pods asking for a GPU
-    (the vllm role's) are scheduled there: a STAND-IN for NVIDIA's device plugin (no GPU here),
-    through the node status extended resources are advertised with."""
-    core.patch_node_status(node.name, {"status": {"capacity": {labnodes.GPU_RESOURCE: "1"}}})
+    """Four nvidia.com/gpu in the GPU cluster's real node's capacity (as the simulated GPU node has),
+    so that pods asking for a GPU (the vllm role's) are scheduled there, several replicas of them
+    when serving scales out: a STAND-IN for NVIDIA's device plugin (no GPU here), through the node
+    status extended resources are advertised with."""
+    core.patch_node_status(node.name, {"status": {"capacity": {labnodes.GPU_RESOURCE: "4"}}})
 
 
 def _local_volume(core: Any, node: labinventory.RealNode) -> None:
@@ -546,6 +584,13 @@ def _ensure_nodes_and_crds(cluster: Cluster, deadline: float) -> None:
             },
         }
         _create_once(core.create_node, body)
+    # The cluster's DNS, on its first real node (kwok's simulated ones run no process); made once
+    # (its Service's fixed address answers a second create with 422, not 409).
+    try:
+        core.read_namespaced_service("kube-dns", "kube-system")
+    except client.exceptions.ApiException:
+        for body in labdns.objects(SERVICE_CIDR, labnodes.nodes_of(cluster.name)[0].name):
+            utils.create_from_dict(api_client, body)  # type: ignore[no-untyped-call]
     # k3s creates the nvidia RuntimeClass when it finds the NVIDIA runtime; so does the lab's GPU cluster.
     if cluster.name == "gpu":
         _create_once(
@@ -606,6 +651,7 @@ def down() -> list[str]:
     for node in labinventory.REAL_NODES:
         labcontainers.podman("rm", "-f", "-t", "2", node.container, check=False)
         labcontainers.podman("volume", "rm", "-f", labnodes.containerd_volume(node), check=False)
+        _route_pods(node, add=False)
     k8s = Path(lab_dir(), "k8s")
     if k8s.exists():
         subprocess.run(["rm", "-rf", str(k8s)], check=True)

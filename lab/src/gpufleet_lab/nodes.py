@@ -22,6 +22,7 @@ from typing import Any
 import gpufleet_lab as lab
 from gpufleet import calibration_server
 from gpufleet_lab import containers as labcontainers
+from gpufleet_lab import dns as labdns
 from gpufleet_lab import image as labimage
 from gpufleet_lab.inventory import REAL_NODES, RealNode
 
@@ -50,7 +51,15 @@ UPSTREAM_IMAGES = {
         "quay.io/prometheus-operator/prometheus-config-reloader",
         "/bin/prometheus-config-reloader",
     ),
+    # KEDA's images are tagged with the version without its v (the chart's appVersion).
+    "keda": ("ghcr.io/kedacore/keda", "/keda"),
+    "keda-adapter": ("ghcr.io/kedacore/keda-metrics-apiserver", "/keda-adapter"),
+    "keda-admission-webhooks": ("ghcr.io/kedacore/keda-admission-webhooks", "/keda-admission-webhooks"),
+    "coredns": ("registry.k8s.io/coredns/coredns", "/coredns"),
 }
+UNPREFIXED_TAGS = ("ghcr.io/kedacore/",)
+# Upstream's images that run as a user of their own (their charts ask for runAsNonRoot): distroless's nonroot.
+NONROOT_IMAGES = ("ghcr.io/kedacore/",)
 
 
 def nodes_of(cluster: str) -> list[RealNode]:
@@ -109,14 +118,14 @@ def cni_config(node: RealNode) -> str:
     )
 
 
-def kubelet_config() -> str:
-    return """apiVersion: kubelet.config.k8s.io/v1beta1
+def kubelet_config(cluster_dns: str) -> str:
+    return f"""apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 authentication:
-  anonymous: {enabled: false}
-  webhook: {enabled: true}
-  x509: {clientCAFile: /etc/kubernetes/pki/ca.crt}
-authorization: {mode: Webhook}
+  anonymous: {{enabled: false}}
+  webhook: {{enabled: true}}
+  x509: {{clientCAFile: /etc/kubernetes/pki/ca.crt}}
+authorization: {{mode: Webhook}}
 tlsCertFile: /etc/kubernetes/pki/kubelet.crt
 tlsPrivateKeyFile: /etc/kubernetes/pki/kubelet.key
 containerRuntimeEndpoint: unix:///run/containerd/containerd.sock
@@ -125,10 +134,12 @@ cgroupDriver: cgroupfs
 failCgroupV1: false
 failSwapOn: false
 # The node shares the machine's disk with everything else: evict only when it is really full.
-evictionHard: {memory.available: 100Mi, nodefs.available: 2%, imagefs.available: 2%}
+evictionHard: {{memory.available: 100Mi, nodefs.available: 2%, imagefs.available: 2%}}
 imageGCHighThresholdPercent: 99
 imageGCLowThresholdPercent: 98
-# No cluster DNS in the lab: pods resolve with the node's resolver.
+# The cluster's DNS (dns.py's CoreDNS); what it does not hold goes to the node's resolver.
+clusterDNS: [{cluster_dns}]
+clusterDomain: {labdns.DOMAIN}
 resolvConf: /etc/resolv.conf
 # Mounted Secrets and ConfigMaps are refreshed at a pod's sync (every minute by default), so a
 # ServiceMonitor change reaches the operator's Prometheus a minute or two later; sooner here.
@@ -321,17 +332,20 @@ def wait_ready(core: Any, node: RealNode, deadline: float) -> None:
 
 
 # The lab's vLLM image: the CALIBRATION SERVER (no model, no GPU), started by the vllm role's own
-# command line (`vllm serve MODEL --served-model-name N --host H --port P ...`; the rest is ignored).
+# command line (`vllm serve MODEL --served-model-name N --host H --port P --max-num-seqs S
+# --shutdown-timeout T ...`; the rest is ignored).
 CALIBRATION_CONTAINERFILE = """\
 FROM {base}
 COPY calibration_server.py /opt/gpufleet/calibration_server.py
 RUN printf '%s\\n' '#!/bin/sh' \\
   '[ "$1" = serve ] || {{ echo "the lab vllm stand-in only serves" >&2; exit 2; }}' \\
-  'shift; model=$1; shift; host=0.0.0.0; port=8000' \\
+  'shift; model=$1; shift; host=0.0.0.0; port=8000; seqs=0; drain=0' \\
   'while [ $# -gt 0 ]; do case $1 in' \\
   '  --served-model-name) model=$2; shift;; --host) host=$2; shift;; --port) port=$2; shift;;' \\
+  '  --max-num-seqs) seqs=$2; shift;; --shutdown-timeout) drain=$2; shift;;' \\
   'esac; shift; done' \\
-  'exec python3 /opt/gpufleet/calibration_server.py --host "$host" --port "$port" --model "$model"' \\
+  'exec python3 /opt/gpufleet/calibration_server.py --host "$host" --port "$port" --model "$model" \\
+    --max-num-seqs "$seqs" --shutdown-timeout "$drain"' \\
   > /usr/local/bin/vllm && chmod 755 /usr/local/bin/vllm
 ENTRYPOINT ["python3", "/opt/gpufleet/calibration_server.py"]
 """
@@ -354,7 +368,8 @@ def _stale(archive: Path, *sources: Path) -> bool:
 
 
 def _binary_image(name: str, binary: Path, path: str, archive: Path) -> None:
-    """An image of one static binary, its entrypoint, saved as an archive for containerd."""
+    """An image of one static binary, its entrypoint (and its user, as upstream's image has it),
+    saved as an archive for containerd."""
     with tempfile.TemporaryDirectory(prefix="gpufleet-image-") as tmp:
         target = Path(tmp) / path.lstrip("/")
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -362,7 +377,8 @@ def _binary_image(name: str, binary: Path, path: str, archive: Path) -> None:
         target.chmod(0o755)
         tar = subprocess.Popen(["tar", "-C", tmp, "-c", "."], stdout=subprocess.PIPE)
         subprocess.run(
-            ["podman", "import", "--change", f'ENTRYPOINT ["{path}"]', "-", name],
+            ["podman", "import", "--change", f'ENTRYPOINT ["{path}"]',
+             *(["--change", "USER 65532:65532"] if name.startswith(NONROOT_IMAGES) else []), "-", name],
             stdin=tar.stdout, env=labcontainers.podman_env(), check=True, capture_output=True,
         )  # fmt: skip
         tar.wait()
@@ -383,10 +399,11 @@ def build_images(binaries: Path) -> dict[str, Path]:
         command, version = binary.name.rsplit("-", 1)
         if command in UPSTREAM_IMAGES:
             repository, path = UPSTREAM_IMAGES[command]
-            static[f"{repository}:{version}"] = (binary, path)
+            tag = version.removeprefix("v") if repository.startswith(UNPREFIXED_TAGS) else version
+            static[f"{repository}:{tag}"] = (binary, path)
     for name, (binary, path) in static.items():
         archives[name] = out / (name.rsplit("/", 1)[1].replace(":", "-") + ".tar")
-        if _stale(archives[name], binary):
+        if _stale(archives[name], binary, Path(__file__)):  # the binary, or how its image is made
             _binary_image(name, binary, path, archives[name])
     for name, source, containerfile in (
         (CALIBRATION_IMAGE, Path(calibration_server.__file__), CALIBRATION_CONTAINERFILE),

@@ -93,6 +93,8 @@ def test_real_nodes_have_their_own_addresses_and_pod_subnets():
 
 
 def test_real_node_configuration_parses_and_keeps_what_this_machine_needs():
+    from gpufleet_lab import dns as labdns
+    from gpufleet_lab import k8s as labk8s
     from gpufleet_lab import nodes as labnodes
 
     containerd = tomllib.loads(labnodes.containerd_config())["plugins"]
@@ -100,8 +102,12 @@ def test_real_node_configuration_parses_and_keeps_what_this_machine_needs():
     assert containerd["io.containerd.cri.v1.runtime"]["restrict_oom_score_adj"] is True
     assert containerd["io.containerd.cri.v1.images"]["pinned_images"]["sandbox"] == labnodes.PAUSE_IMAGE
     assert set(containerd["io.containerd.cri.v1.runtime"]["containerd"]["runtimes"]) == {"runc", "nvidia"}
-    kubelet = yaml.safe_load(labnodes.kubelet_config())
+    kubelet = yaml.safe_load(labnodes.kubelet_config(labdns.address(labk8s.SERVICE_CIDR)))
     assert kubelet["failCgroupV1"] is False and kubelet["cgroupDriver"] == "cgroupfs"
+    # Pods resolve Services by name through the cluster's CoreDNS, at the address its Service has.
+    assert kubelet["clusterDNS"] == ["10.96.0.10"] and kubelet["clusterDomain"] == "cluster.local"
+    dns_service = next(o for o in labdns.objects(labk8s.SERVICE_CIDR, "worker-gpu1") if o["kind"] == "Service")
+    assert dns_service["spec"]["clusterIP"] == "10.96.0.10"
     assert kubelet["authentication"]["anonymous"]["enabled"] is False
     cni = json.loads(labnodes.cni_config(labinventory.REAL_NODES[0]))
     assert cni["plugins"][0]["ipam"]["ranges"] == [[{"subnet": labinventory.REAL_NODES[0].pod_subnet}]]

@@ -212,3 +212,18 @@ def test_ttft_histogram_counts_every_request():
     bins = lb.histogram([0.1, 0.1, 0.2, 0.3], buckets=4)
     assert sum(n for _, n in bins) == 4 and bins[-1][0] == pytest.approx(0.3)
     assert lb.histogram([]) == []
+
+
+def test_a_drills_stream_is_complete_truncated_or_refused():
+    from ansible_collections.gpufleet.platform.plugins.module_utils.llm_bench.drill import outcome
+
+    done = lb.RequestRecord(scheduled=0, start=0, end=1, first_token=0.1, tokens=50, finished=True)
+    assert outcome(done, 50) == "complete"
+    short = lb.RequestRecord(scheduled=0, start=0, end=1, first_token=0.1, tokens=20, finished=True)
+    assert outcome(short, 50) == "truncated"  # finished, but fewer tokens than the fixed length
+    broken = lb.RequestRecord(scheduled=0, start=0, end=1, first_token=0.1, tokens=20, error="broken_stream")
+    assert outcome(broken, 50) == "truncated"
+    turned_away = lb.RequestRecord(scheduled=0, start=0, end=1, error="connect_ClientConnectorError")
+    assert outcome(turned_away, 50) == "refused"
+    never_started = lb.RequestRecord(scheduled=0, start=0, end=10, error="timeout")
+    assert outcome(never_started, 50) == "refused"

@@ -1,0 +1,105 @@
+# SPDX-License-Identifier: Apache-2.0
+"""One replica's measured capacity: what `gpufleet bench` writes (capacity.json beside benchmark.json)
+and what the serving roles take their shutdown and scaling defaults from.
+
+The file names what it was measured on (the model, the engine and its version, the GPU): figures of
+another model or engine say nothing of this one, and the roles refuse them. The replica's figures are
+those of the recommended level (the highest valid level within reach of the best throughput, or the
+highest that met the E2E P99 SLO), with the knee beside it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from typing import Any
+
+KIND = "gpufleet-capacity"
+VERSION = 1
+# The replica's figures a role may read; each a number above 0 where the bench measured it.
+REPLICA_FIGURES = ("streams", "output_tokens_per_s", "ttft_p99_s", "tpot_p99_s", "e2e_p99_s")
+
+
+def from_benchmark(result: dict[str, Any], engine: dict[str, str], gpu: str | None) -> dict[str, Any] | None:
+    """The capacity file of a benchmark result (BenchResult.as_dict()); None when no level was recommended."""
+    index = result.get("operating_point_index")
+    if index is None:
+        return None
+    level = result["levels"][index]
+    server = level.get("server") or {}
+    knee = result.get("knee_index")
+    config = result["config"]
+    return {
+        "kind": KIND,
+        "version": VERSION,
+        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(result.get("finished") or time.time())),
+        "model": config["model"],
+        "engine": engine,
+        "gpu": gpu,
+        "workload": {
+            "api": config["api"],
+            "max_tokens": config["max_tokens"],
+            "prompt_words": config.get("prompt_words"),
+            "fixed_length": bool((result.get("fixed_length") or {}).get("used")),
+        },
+        "slo": {"e2e_p99_s": config.get("p99_slo_s")},
+        "replica": {
+            "streams": level["level"],
+            "output_tokens_per_s": level["output_tokens_per_s"],
+            "ttft_p99_s": level["ttft"]["p99"],
+            "tpot_p99_s": level["tpot"]["p99"],
+            "e2e_p99_s": level["e2e"]["p99"],
+            # The engine's own view, where the bench read it (vLLM's series through Prometheus).
+            "waiting_max": server.get("waiting_max"),
+            "kv_cache_usage_max": server.get("kv_cache_usage_max"),
+            "queue_time_p99_s": server.get("queue_time_p99_s"),
+        },
+        "knee_streams": result["levels"][knee]["level"] if knee is not None else None,
+        "cold_start_s": None,
+    }
+
+
+def parsed(doc: Any) -> Any:
+    """The file's text parsed, or the document as it came; None where the text is not JSON."""
+    if isinstance(doc, str | bytes):
+        try:
+            return json.loads(doc)
+        except ValueError:
+            return None
+    return doc
+
+
+def problems(doc: Any, variable: str, model: str = "", engine: str = "") -> list[str]:
+    """What makes ``doc`` (the file's text, or parsed) unusable for a role serving ``model`` with
+    ``engine``; each problem names ``variable``."""
+    doc = parsed(doc)
+    if not isinstance(doc, dict) or doc.get("kind") != KIND:
+        return [f"{variable}: not a readable capacity file of `gpufleet bench` (JSON of kind {KIND!r})"]
+    if doc.get("version") != VERSION:
+        return [f"{variable}: capacity file version {doc.get('version')!r}; this collection reads version {VERSION}"]
+    found = []
+    if model and doc.get("model") != model:
+        found.append(
+            f"{variable}: measured on model {doc.get('model')!r}, not {model!r}: another model's capacity says nothing "
+            "of this one (run `gpufleet bench` against this model)"
+        )
+    measured_engine = (doc.get("engine") or {}).get("name")
+    if engine and measured_engine != engine:
+        found.append(f"{variable}: measured on engine {measured_engine!r}, not {engine!r}")
+    replica = doc.get("replica") or {}
+    for name in REPLICA_FIGURES:
+        value = replica.get(name)
+        if not isinstance(value, int | float) or isinstance(value, bool) or not value > 0 or math.isinf(value):
+            found.append(f"{variable}: replica.{name} is {value!r}, not a measured figure above 0")
+    return found
+
+
+def shutdown_seconds(doc: Any, headroom: float) -> int:
+    """The engine's drain for in-flight requests: the measured E2E P99 at the recommended level, times
+    the headroom, in whole seconds (vLLM's --shutdown-timeout and Triton's --exit-timeout-secs are
+    integers), at least 1 (vLLM takes 0 as "abort"). 0 for a file ``problems`` refuses: the role's
+    preflight names why, before anything changes."""
+    if problems(doc, "-"):
+        return 0
+    return max(1, math.ceil(float(parsed(doc)["replica"]["e2e_p99_s"]) * float(headroom)))
