@@ -10,8 +10,11 @@
 #   Prometheus, the Prometheus Operator and its config-reloader, at the versions kube-prometheus-stack
 #   79.0.1 deploys
 #   kwok (simulated nodes) and its stages, helm, and KServe's InferenceService CRD.
-#   KEDA's operator, metrics API server and admission webhooks, at the version of the pinned chart.
 #   CoreDNS, the clusters' DNS (KEDA's metrics server finds its operator by its Service's name).
+#
+#   build-lab-k8s.sh keda: KEDA's operator, metrics API server and admission webhooks, at the version
+#   of the pinned chart, alone (only its scenario needs them: `make test` builds them beside the lab's
+#   suites, off the path to the first `lab up`).
 #
 # All of them but KEDA and one node_exporter are built in one module graph, Kubernetes' own: each package is compiled once,
 # where building each tool from its own module compiled k8s.io/api, client-go, gRPC and
@@ -99,6 +102,24 @@ step() { echo "k8s tools: $* ($(date +%T))"; }
 module_dir() {  # module@version: its source directory in the module cache
   go mod download -json "$1" | sed -n 's/.*"Dir": "\(.*\)",/\1/p'
 }
+
+if [ "${1:-}" = keda ]; then
+  # Named <command>-<version> as the other upstream images' binaries (nodes.py makes the images).
+  if [ ! -x "$bin/keda-$KEDA_VERSION" ] || [ ! -x "$bin/keda-adapter-$KEDA_VERSION" ] \
+    || [ ! -x "$bin/keda-admission-webhooks-$KEDA_VERSION" ]; then
+    step "building KEDA $KEDA_VERSION (its own module graph)"
+    tmp=$(mktemp -d)
+    cp -r "$(module_dir "github.com/kedacore/keda/v2@$KEDA_VERSION")" "$tmp/keda" && chmod -R u+w "$tmp/keda"
+    (cd "$tmp/keda" && go build -trimpath -ldflags "-s -w -X github.com/kedacore/keda/v2/version.Version=${KEDA_VERSION#v}" \
+      -o "$tmp/bin/" ./cmd/operator ./cmd/adapter ./cmd/webhooks)
+    mv "$tmp/bin/operator" "$bin/keda-$KEDA_VERSION"
+    mv "$tmp/bin/adapter" "$bin/keda-adapter-$KEDA_VERSION"
+    mv "$tmp/bin/webhooks" "$bin/keda-admission-webhooks-$KEDA_VERSION"
+    rm -rf "$tmp"
+  fi
+  step "ready: $(cd "$bin" && echo keda*)"
+  exit 0
+fi
 
 # KServe's InferenceService CRD, as KServe publishes it in its module (config/crd/full),
 # so the lab API checks InferenceServices against the real schema. No controller runs.
@@ -208,19 +229,6 @@ if ! tools_built; then
   trap 'rm -rf "$work"' EXIT
   build_tools
   cd / && rm -rf "$work" && trap - EXIT
-fi
-# Named <command>-<version> as the other upstream images' binaries (nodes.py makes the images).
-if [ ! -x "$bin/keda-$KEDA_VERSION" ] || [ ! -x "$bin/keda-adapter-$KEDA_VERSION" ] \
-  || [ ! -x "$bin/keda-admission-webhooks-$KEDA_VERSION" ]; then
-  step "building KEDA $KEDA_VERSION (its own module graph)"
-  tmp=$(mktemp -d)
-  cp -r "$(module_dir "github.com/kedacore/keda/v2@$KEDA_VERSION")" "$tmp/keda" && chmod -R u+w "$tmp/keda"
-  (cd "$tmp/keda" && go build -trimpath -ldflags "-s -w -X github.com/kedacore/keda/v2/version.Version=${KEDA_VERSION#v}" \
-    -o "$tmp/bin/" ./cmd/operator ./cmd/adapter ./cmd/webhooks)
-  mv "$tmp/bin/operator" "$bin/keda-$KEDA_VERSION"
-  mv "$tmp/bin/adapter" "$bin/keda-adapter-$KEDA_VERSION"
-  mv "$tmp/bin/webhooks" "$bin/keda-admission-webhooks-$KEDA_VERSION"
-  rm -rf "$tmp"
 fi
 if [ ! -x "$bin/coredns-$COREDNS_VERSION" ]; then
   step "building CoreDNS $COREDNS_VERSION ($COREDNS_PLUGINS)"
