@@ -73,11 +73,13 @@ class Schedule:
     streams: set[Handler] = field(default_factory=set)  # serving a request now
     _slots: asyncio.Semaphore | None = None
 
+    def __post_init__(self) -> None:
+        self.metrics.slots = self.max_num_seqs  # the KV-cache gauge's denominator
+
     def slots(self) -> asyncio.Semaphore | None:
         """vLLM's --max-num-seqs: made in the server's event loop, on first use."""
         if self.max_num_seqs and self._slots is None:
             self._slots = asyncio.Semaphore(self.max_num_seqs)
-            self.metrics.slots = self.max_num_seqs
         return self._slots
 
 

@@ -24,9 +24,9 @@ from .records import BenchConfig, RequestRecord
 
 def outcome(record: RequestRecord, tokens: int) -> str:
     """complete, truncated or refused (see the module's docstring)."""
-    if record.first_token is None:
-        return "complete" if not record.error and record.tokens >= tokens else "refused"
-    return "complete" if not record.error and record.tokens >= tokens else "truncated"
+    if not record.error and record.tokens >= tokens:
+        return "complete"
+    return "refused" if record.first_token is None else "truncated"
 
 
 async def streams_through(
