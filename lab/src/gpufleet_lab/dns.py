@@ -1,7 +1,7 @@
 """The lab clusters' DNS: CoreDNS (built from its Go module, lab/scripts/build-lab-k8s.sh) as kubeadm
 deploys it, at the Service address every real node's kubelet gives its pods. Pods find Services by
 name, as in production (KEDA's metrics server reaches its operator so); other names go to the node's
-resolver."""
+resolver. Its metrics port is kubeadm's too: kube-prometheus-stack's CoreDNS ServiceMonitor scrapes it."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ COREFILE = f""".:53 {{
     errors
     health :8080
     ready :8181
+    prometheus :9153
     kubernetes {DOMAIN} in-addr.arpa ip6.arpa {{
         pods insecure
         fallthrough in-addr.arpa ip6.arpa
@@ -84,6 +85,7 @@ def objects(service_cidr: str, node_name: str) -> list[dict[str, Any]]:
                                 "ports": [
                                     {"name": "dns", "containerPort": 53, "protocol": "UDP"},
                                     {"name": "dns-tcp", "containerPort": 53, "protocol": "TCP"},
+                                    {"name": "metrics", "containerPort": 9153, "protocol": "TCP"},
                                 ],
                                 "readinessProbe": {"httpGet": {"path": "/ready", "port": 8181}, "periodSeconds": 2},
                                 "volumeMounts": [{"name": "config", "mountPath": "/etc/coredns", "readOnly": True}],
@@ -104,6 +106,7 @@ def objects(service_cidr: str, node_name: str) -> list[dict[str, Any]]:
                 "ports": [
                     {"name": "dns", "port": 53, "protocol": "UDP"},
                     {"name": "dns-tcp", "port": 53, "protocol": "TCP"},
+                    {"name": "metrics", "port": 9153, "protocol": "TCP"},
                 ],
             },
         },
