@@ -22,8 +22,8 @@ demo: setup
 ## test: every test (lint, unit, integration, real engines, lab end-to-end, Kubernetes, molecule, collection build);
 ## the lab goes down after a pass (its addresses are the same for every checkout), stays up after a failure to look at
 test: setup
-	@echo "test: the lab's Go tools and images build beside lint, unit tests and the engines (each step's output comes whole when it ends)"
-	$(MAKE) -j2 --output-sync=target lab-build lint unit engines
+	@echo "test: the lab's Go tools (KEDA's after the rest) and images build beside lint, unit tests and the engines (each step's output comes whole when it ends)"
+	$(MAKE) -j2 --output-sync=target lab-keda lint unit engines
 	@echo "test: the benchmark's timing tests, alone on the machine"
 	$(MAKE) -j1 accuracy engine-tests
 	@echo "test: the lab's suites, with the suites and molecule scenarios that use nothing of the lab beside them"
@@ -42,7 +42,7 @@ lab-suites:
 	$(MAKE) -j1 lab-tests k8s-tests
 
 apart-suites:
-	$(MAKE) -j1 lab-keda integration molecule-apart collection
+	$(MAKE) -j1 integration molecule-apart collection
 
 ## docs: each role's README from its argument specs (tests/unit/test_docs.py fails where one is stale)
 docs:
@@ -84,7 +84,7 @@ engines:
 engine-tests: engines
 	pytest -q tests/engines
 
-lab-tests: lab-up
+lab-tests: lab-keda lab-up
 	pytest -q --durations=10 lab/tests/e2e
 
 # The lab control plane: built once from Go modules (about 9 min cold on 2 cores), then started in seconds.
@@ -111,9 +111,10 @@ molecule-lab: lab-keda lab-up
 lab-build:
 	gpufleet lab build
 
-# KEDA, built apart from the lab's other tools (about 7 minutes cold, its own module graph): only the keda
-# role's scenario needs it, so `test` builds it on the core the lab's suites leave idle.
-lab-keda: k8s
+# KEDA, built apart from the lab's other tools (about 7 minutes cold, its own module graph), after them
+# (one Go build at a time): the lab's autoscaling suite and the keda role's scenario need it, and
+# lab-up makes its images from the binaries it finds, so `test` builds it with the lab's tools.
+lab-keda: lab-build
 	lab/scripts/build-lab-k8s.sh keda
 
 lab-up:

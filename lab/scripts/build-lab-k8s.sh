@@ -60,8 +60,9 @@ CLOUD_GO_VERSION=v0.118.0
 KEDA_VERSION=v2.20.2
 # CoreDNS as kubeadm deploys it, with the plugins a cluster's DNS uses (its own module graph; the
 # generated plugin list is cut to them, as CoreDNS's plugin.cfg is for a custom build).
+# `metrics` is the Corefile's `prometheus` (forward and cache import it too).
 COREDNS_VERSION=v1.14.7
-COREDNS_PLUGINS="errors health ready kubernetes forward cache loop reload loadbalance log"
+COREDNS_PLUGINS="errors health ready metrics kubernetes forward cache loop reload loadbalance log"
 
 # Each tool's binary, the package it is built from and its version, one per line: the build runs
 # when this list changes or a binary is missing.

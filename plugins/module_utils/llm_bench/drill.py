@@ -36,16 +36,18 @@ async def streams_through(
     disrupt: Callable[[], Awaitable[Any]] | None = None,
     disrupt_at_s: float = 0.0,
     stop_new_at_disruption: bool = False,
+    records: list[RequestRecord] | None = None,
 ) -> dict[str, Any]:
     """``users`` streams back to back for ``duration_s``; ``disrupt`` is awaited ``disrupt_at_s`` in.
 
     ``stop_new_at_disruption``: no new stream starts once the disruption begins (a server killed in
     place, with no Service to send the next ones elsewhere); the streams in flight are still counted.
+    ``records``: a list each stream's record is appended to, for a caller that judges them by time.
     """
     import aiohttp
 
     cfg = replace(cfg, fixed_length="on", stream=True)
-    records: list[RequestRecord] = []
+    records = [] if records is None else records
     in_flight: set[int] = set()
     disrupted = asyncio.Event()
     timeout = aiohttp.ClientTimeout(total=cfg.request_timeout_s, sock_read=cfg.request_timeout_s)

@@ -1,0 +1,156 @@
+# SPDX-License-Identifier: Apache-2.0
+"""KEDA's Prometheus triggers for a serving workload, each on a series its engine exports, with a
+threshold measured by `gpufleet bench` (the capacity file) times a stated headroom.
+
+A gauge is summed over the workload's pods and compared per replica (KEDA's ``AverageValue``: the
+HPA wants sum / threshold replicas); its default threshold is the figure the gauge had at the
+recommended level times the headroom, so the workload scales out before a replica reaches the load
+that still met the SLO. A histogram's P99 over the workload is compared as a whole (``Value``: the HPA
+scales by P99 / threshold); a P99 read from the engine's buckets is no finer than they are, so its
+default is the bucket bound at or above the measured P99 (an interpolated P99 at the measured load
+stays below it; a load past it crosses it). A series with no measured figure needs an explicit threshold.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ansible_collections.gpufleet.platform.plugins.module_utils import capacity
+
+# The series each engine exports that a trigger may read: name -> (type, the capacity file's figure
+# of one replica at the recommended level, or None where the bench measures none). vLLM 0.23's are
+# those of its /metrics on the H200 (tests/fixtures/device/h200-vllm/metrics.txt); counters are left
+# out (a rate says less of one replica's load than the gauges beside them).
+VLLM_SERIES: dict[str, tuple[str, str | None]] = {
+    "vllm:num_requests_running": ("gauge", "streams"),
+    "vllm:num_requests_waiting": ("gauge", "waiting_max"),
+    "vllm:kv_cache_usage_perc": ("gauge", "kv_cache_usage_max"),
+    "vllm:time_to_first_token_seconds": ("histogram", "ttft_p99_s"),
+    "vllm:request_time_per_output_token_seconds": ("histogram", "tpot_p99_s"),
+    "vllm:inter_token_latency_seconds": ("histogram", "tpot_p99_s"),
+    "vllm:e2e_request_latency_seconds": ("histogram", "e2e_p99_s"),
+    "vllm:request_queue_time_seconds": ("histogram", "queue_time_p99_s"),
+}
+# DCGM's GPU utilisation (dcgm-exporter's default counters), per GPU the workload's pods hold, averaged
+# over 2 minutes as the reference design reads it. The bench reads no DCGM series: explicit threshold.
+DCGM_SERIES: dict[str, tuple[str, str | None]] = {"DCGM_FI_DEV_GPU_UTIL": ("gpu_gauge", None)}
+ENGINE_SERIES = {"vllm": {**VLLM_SERIES, **DCGM_SERIES}}
+# vLLM 0.23's histogram buckets (their finite `le` bounds in the H200's /metrics).
+_LATENCY = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0,
+            960.0, 1920.0, 7680.0)  # fmt: skip
+_TOKEN = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0)
+VLLM_BUCKETS: dict[str, tuple[float, ...]] = {
+    "vllm:time_to_first_token_seconds": (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5,
+                                         5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0),
+    "vllm:request_time_per_output_token_seconds": _TOKEN,
+    "vllm:inter_token_latency_seconds": _TOKEN,
+    "vllm:e2e_request_latency_seconds": _LATENCY,
+    "vllm:request_queue_time_seconds": _LATENCY,
+}  # fmt: skip
+# The window a histogram's P99 and DCGM's average are taken over: the HPA sees a quantile of the last
+# minute's requests, not of one polling interval's few.
+RATE_WINDOW = "1m"
+GPU_WINDOW = "2m"
+# KEDA hands the HPA its threshold in thousandths (a milli-quantity): anything finer reads as 0.
+MIN_THRESHOLD = 0.001
+
+
+def problems(triggers: Any, doc: Any, headroom: float, engine: str, variable: str, capacity_variable: str) -> list[str]:
+    """What makes ``triggers`` (the role's list of {metric, threshold}) unusable with the capacity file
+    ``doc``; each names the variable, the item and the field."""
+    series = ENGINE_SERIES[engine]
+    if not isinstance(triggers, list) or not triggers:
+        return [f"{variable}: at least one trigger, each a series {engine} exports and a threshold"]
+    replica = {} if capacity.problems(doc, "-") else capacity.parsed(doc)["replica"]
+    metrics = [trigger.get("metric") for trigger in triggers if isinstance(trigger, dict)]
+    found = []
+    for index, trigger in enumerate(triggers):
+        where = f"{variable}[{index}]"
+        if not isinstance(trigger, dict):
+            found.append(f"{where}: a dict of metric and threshold, not {trigger!r}")
+            continue
+        metric = trigger.get("metric")
+        if metric not in series:
+            found.append(
+                f"{where}.metric: {metric!r} is not a series {engine} exports that a trigger can read"
+                f" (one of {', '.join(sorted(series))})"
+            )
+            continue
+        if metrics.count(metric) > 1:
+            found.append(f"{where}.metric: {metric} has two triggers; one threshold per series")
+        given = trigger.get("threshold")
+        if given is not None:
+            if isinstance(given, bool) or not isinstance(given, int | float) or not given > 0:
+                found.append(f"{where}.threshold: {given!r}, not a number above 0")
+                continue
+        else:
+            figure = series[metric][1]
+            measured = replica.get(figure) if figure else None
+            if isinstance(measured, bool) or not isinstance(measured, int | float) or not measured > 0:
+                why = f"replica.{figure} is {measured!r}" if figure else "the bench reads no DCGM series"
+                found.append(
+                    f"{where}.threshold: none given, and {capacity_variable} measured none for {metric}: {why}"
+                )
+                continue
+        if threshold(trigger, doc, headroom, engine) < MIN_THRESHOLD:
+            found.append(
+                f"{where}.threshold: {threshold(trigger, doc, headroom, engine):g} is below {MIN_THRESHOLD}, the finest"
+                " target KEDA gives the HPA (a quantity in thousandths)"
+            )
+    return found
+
+
+def threshold(trigger: dict[str, Any], doc: Any, headroom: float, engine: str) -> float:
+    """The trigger's threshold: its own, else from the measured figure (see the module's docstring)."""
+    if trigger.get("threshold") is not None:
+        return float(trigger["threshold"])
+    metric = trigger["metric"]
+    measured = float(capacity.parsed(doc)["replica"][ENGINE_SERIES[engine][metric][1]])
+    if metric in VLLM_BUCKETS:
+        return next((bound for bound in VLLM_BUCKETS[metric] if bound >= measured), measured)
+    return measured * float(headroom)
+
+
+def query(metric: str, engine: str, namespace: str, workload: str) -> str:
+    """The PromQL of one trigger over the workload's pods (the scaling Prometheus labels each series
+    with the pod's namespace and its app.kubernetes.io/instance as ``workload``)."""
+    kind = ENGINE_SERIES[engine][metric][0]
+    if kind == "gpu_gauge":
+        # dcgm-exporter names the pod that holds each GPU (its own labels, kept by the scrape).
+        selector = f'exported_namespace="{namespace}",exported_pod=~"{workload}-.*"'
+        return f"sum(avg_over_time({metric}{{{selector}}}[{GPU_WINDOW}]))"
+    selector = f'namespace="{namespace}",workload="{workload}"'
+    if kind == "histogram":
+        return f"histogram_quantile(0.99, sum by (le) (rate({metric}_bucket{{{selector}}}[{RATE_WINDOW}])))"
+    return f"sum({metric}{{{selector}}})"
+
+
+def keda_triggers(
+    triggers: list[dict[str, Any]],
+    doc: Any,
+    headroom: float,
+    engine: str,
+    namespace: str,
+    workload: str,
+    server_address: str,
+) -> list[dict[str, Any]]:
+    """KEDA's ``prometheus`` triggers of a ScaledObject, one per item of ``triggers``."""
+    rendered = []
+    for trigger in triggers:
+        kind = ENGINE_SERIES[engine][trigger["metric"]][0]
+        value = threshold(trigger, doc, headroom, engine)
+        rendered.append(
+            {
+                "type": "prometheus",
+                "name": trigger["metric"].replace(":", "-").replace("_", "-").lower(),
+                "metricType": "Value" if kind == "histogram" else "AverageValue",
+                "metadata": {
+                    "serverAddress": server_address,
+                    "query": query(trigger["metric"], engine, namespace, workload),
+                    "threshold": f"{value:.6g}",
+                    # No series yet (a replica not scraped) reads as no load, not as an error.
+                    "ignoreNullValues": "true",
+                },
+            }
+        )
+    return rendered
