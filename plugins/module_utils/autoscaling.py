@@ -121,7 +121,10 @@ def query(metric: str, engine: str, namespace: str, workload: str) -> str:
         return f"sum(avg_over_time({metric}{{{selector}}}[{GPU_WINDOW}]))"
     selector = f'namespace="{namespace}",workload="{workload}"'
     if kind == "histogram":
-        return f"histogram_quantile(0.99, sum by (le) (rate({metric}_bucket{{{selector}}}[{RATE_WINDOW}])))"
+        # No requests in the window make the quantile NaN: then 0 where the series exists, nothing
+        # where it does not (a broken scrape reads as an error, not as no load).
+        p99 = f"histogram_quantile(0.99, sum by (le) (rate({metric}_bucket{{{selector}}}[{RATE_WINDOW}])))"
+        return f"({p99} >= 0) or (sum({metric}_count{{{selector}}}) * 0)"
     return f"sum({metric}{{{selector}}})"
 
 
@@ -148,9 +151,83 @@ def keda_triggers(
                     "serverAddress": server_address,
                     "query": query(trigger["metric"], engine, namespace, workload),
                     "threshold": f"{value:.6g}",
-                    # No series yet (a replica not scraped) reads as no load, not as an error.
-                    "ignoreNullValues": "true",
+                    # An empty answer is a series missing, not no load (the queries give 0 for that):
+                    # the trigger fails, the HPA keeps its replicas, and `gpufleet verify` names it.
+                    "ignoreNullValues": "false",
                 },
             }
         )
     return rendered
+
+
+# What `gpufleet verify` judges of a ScaledObject that runs: KEDA's own view, the HPA it made, and every
+# trigger's metric as the HPA reads it (KEDA's external metrics API, which runs the query now).
+def _condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:
+    return next((c for c in (obj.get("status") or {}).get("conditions") or [] if c.get("type") == kind), {})
+
+
+def trigger_of(scaled_object: dict[str, Any], metric_name: str) -> dict[str, Any]:
+    """The ScaledObject's trigger behind one of its external metrics (KEDA names them s<index>-<scaler>)."""
+    triggers = (scaled_object.get("spec") or {}).get("triggers") or []
+    index = metric_name.split("-", 1)[0][1:]
+    return triggers[int(index)] if index.isdigit() and int(index) < len(triggers) else {"name": metric_name}
+
+
+def status_problems(
+    scaled_object: dict[str, Any] | None,
+    hpa: dict[str, Any] | None,
+    answers: dict[str, Any],
+    scaler_errors: list[str] | tuple[str, ...] = (),
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """(problems, one row per trigger) of a ScaledObject, the HPA its status names, ``answers`` (external
+    metric name -> its value from the metrics API, a number, or the API's error, a str) and
+    ``scaler_errors`` (KEDA's KEDAScalerFailed events of the ScaledObject, which do not name the trigger).
+
+    An empty query is KEDA's "the result is empty": the series is missing (the scrape or the selector
+    broken), which the triggers do not read as no load (ignoreNullValues is false), so it is named."""
+    if scaled_object is None:
+        return ["no ScaledObject (is autoscaling applied? run `gpufleet up`)"], []
+    found = []
+    ready = _condition(scaled_object, "Ready")
+    if ready.get("status") != "True":
+        found.append(f"ScaledObject not Ready: {ready.get('reason') or 'no condition'}: {ready.get('message') or ''}")
+    if hpa is None:
+        found.append(f"no HPA {(scaled_object.get('status') or {}).get('hpaName')!r} (KEDA makes it)")
+        return found, []
+    for kind in ("AbleToScale", "ScalingActive"):
+        condition = _condition(hpa, kind)
+        if condition.get("status") != "True":
+            found.append(f"HPA {kind} is {condition.get('status')}: {condition.get('reason')}")
+    rows = []
+    for metric in (hpa.get("spec") or {}).get("metrics") or []:
+        if metric.get("type") != "External":
+            continue
+        name = metric["external"]["metric"]["name"]
+        trigger = trigger_of(scaled_object, name)
+        answer = answers.get(name)
+        rows.append(
+            {
+                "trigger": trigger.get("name"),
+                "metric": name,
+                "query": (trigger.get("metadata") or {}).get("query"),
+                "threshold": (trigger.get("metadata") or {}).get("threshold"),
+                "target_type": (metric["external"].get("target") or {}).get("type"),
+                "value": answer if isinstance(answer, int | float) else None,
+                "error": None if isinstance(answer, int | float) else str(answer),
+            }
+        )
+    failing = [row for row in rows if row["error"] is not None]
+    empty = any("result is empty" in error for error in scaler_errors)
+    for row in failing:
+        # KEDA's event says a query came back empty; with one trigger failing, it is this one's.
+        cause = (
+            "its query returned nothing (no such series: the scrape or the selector)"
+            if empty and len(failing) == 1
+            else f"the metrics API answered: {row['error']}"
+        )
+        found.append(f"trigger {row['trigger']} ({row['metric']}): {cause}; query: {row['query']}")
+    if failing and scaler_errors and not (empty and len(failing) == 1):
+        found.append("KEDA's scaler errors: " + "; ".join(sorted(set(scaler_errors))))
+    if not rows:
+        found.append("the HPA has no external metric of KEDA's")
+    return found, rows

@@ -10,6 +10,7 @@ highest that met the E2E P99 SLO), with the knee beside it.
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
 import time
@@ -21,8 +22,11 @@ VERSION = 1
 REPLICA_FIGURES = ("streams", "output_tokens_per_s", "ttft_p99_s", "tpot_p99_s", "e2e_p99_s")
 
 
-def from_benchmark(result: dict[str, Any], engine: dict[str, str], gpu: str | None) -> dict[str, Any] | None:
-    """The capacity file of a benchmark result (BenchResult.as_dict()); None when no level was recommended."""
+def from_benchmark(
+    result: dict[str, Any], engine: dict[str, str], gpu: str | None, cold_start_s: float | None = None
+) -> dict[str, Any] | None:
+    """The capacity file of a benchmark result (BenchResult.as_dict()); None when no level was recommended.
+    ``cold_start_s``: a new replica's time from pod creation to Ready (cold_start_seconds), where read."""
     index = result.get("operating_point_index")
     if index is None:
         return None
@@ -56,8 +60,27 @@ def from_benchmark(result: dict[str, Any], engine: dict[str, str], gpu: str | No
             "queue_time_p99_s": server.get("queue_time_p99_s"),
         },
         "knee_streams": result["levels"][knee]["level"] if knee is not None else None,
-        "cold_start_s": None,
+        "cold_start_s": cold_start_s,
     }
+
+
+def _seconds(stamp: str) -> float:
+    return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def cold_start_seconds(pods: list[dict[str, Any]]) -> float | None:
+    """A replica's cold start, from the serving pods that run (as the API serves them): the longest
+    time from a pod's creation to its Ready condition (image pull, model load, the readiness probe's
+    first pass). The slowest, as a scale-out waits for it. None where no pod is Ready."""
+    found = []
+    for pod in pods:
+        created = (pod.get("metadata") or {}).get("creationTimestamp")
+        ready: dict[str, Any] = next(
+            (c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"), {}
+        )  # fmt: skip
+        if created and ready.get("status") == "True" and ready.get("lastTransitionTime"):
+            found.append(_seconds(ready["lastTransitionTime"]) - _seconds(created))
+    return round(max(found), 1) if found else None
 
 
 def parsed(doc: Any) -> Any:

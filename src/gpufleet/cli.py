@@ -218,7 +218,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     _emit(args, result)
     print(report.ladder_table(result), file=sys.stderr)
     print(f"report: {html_path} (data: {json_path})", file=sys.stderr)
-    measured = capacity.from_benchmark(result, _engine(url, args.api, api_key), _gpu_name(result))
+    cold_start = _cold_start(args.workload, args.kubeconfig) if args.workload else None
+    measured = capacity.from_benchmark(result, _engine(url, args.api, api_key), _gpu_name(result), cold_start)
     if measured is None:
         print("capacity: no level was recommended, so no capacity file (the roles keep their defaults)",
               file=sys.stderr)  # fmt: skip
@@ -244,6 +245,24 @@ def _engine(url: str, api: str, api_key: str | None) -> dict[str, str | None]:
     except (httpx.HTTPError, ValueError, AttributeError):
         version = None
     return {"name": "vllm", "version": version}
+
+
+def _cold_start(workload: str, kubeconfig: str | None) -> float | None:
+    """The serving Deployment's cold start (capacity.cold_start_seconds), or None where it cannot be read."""
+    from kubernetes import client, config  # here: `gpufleet bench` without --workload needs no cluster
+
+    namespace, _, name = workload.partition("/")
+    try:
+        api = config.new_client_from_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]
+        selector = client.AppsV1Api(api).read_namespaced_deployment(name, namespace).spec.selector.match_labels or {}
+        labels = ",".join(f"{k}={v}" for k, v in sorted(selector.items()))
+        pods = client.CoreV1Api(api).list_namespaced_pod(namespace, label_selector=labels).items
+        seconds: float | None = capacity.cold_start_seconds(api.sanitize_for_serialization(pods))
+    except Exception as exc:  # a benchmark's figures are kept whatever the cluster says
+        print(f"capacity: no cold start from {workload}: {exc}", file=sys.stderr)
+        return None
+    print(f"capacity: a replica of {workload} took {seconds} s from creation to Ready", file=sys.stderr)
+    return seconds
 
 
 def _gpu_name(result: dict[str, Any]) -> str | None:
@@ -395,6 +414,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="the server's own figures (queue time, KV cache, preemptions) from --prometheus-url",
     )
     p_bench.add_argument("--server-selector", default="", help="label matchers of the server's series in Prometheus")
+    p_bench.add_argument(
+        "--workload", metavar="NAMESPACE/DEPLOYMENT",
+        help="the Deployment serving the endpoint: its pods' cold start (created to Ready) goes into capacity.json",
+    )  # fmt: skip
+    p_bench.add_argument(
+        "--kubeconfig", help="the kubeconfig of the cluster --workload runs in (default: the client's)"
+    )
     p_bench.add_argument("--out", help="report directory (default runs/bench/<time>)")
     p_bench.add_argument("--fail-on-errors", action="store_true")
     p_bench.set_defaults(func=cmd_bench)

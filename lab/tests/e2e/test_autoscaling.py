@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -47,6 +50,20 @@ BASE_USERS, STEP_USERS, MAX_REPLICAS = SLOTS // 2, 3 * SLOTS, 4
 BASE_S, STEP_S, JUDGED_S = 20.0, 100.0, 30.0
 
 
+def autoscaling_status() -> tuple[bool, str]:
+    """`gpufleet verify`'s autoscaling check (the autoscaling_status module) on the lab's vLLM, as
+    Ansible runs it: (passed, its one-line answer)."""
+    args = {"kubeconfig": str(lab.lab_dir() / "k8s/gpu/admin.kubeconfig"), "namespace": "inference", "name": "vllm",
+            "timeout": 45}  # fmt: skip
+    proc = subprocess.run(
+        [str(Path(sys.executable).with_name("ansible")), "localhost", "-i", "localhost,", "-c", "local",
+         "-e", f"ansible_python_interpreter={sys.executable}",
+         "-m", "gpufleet.platform.autoscaling_status", "-a", json.dumps(args)],
+        capture_output=True, text=True, timeout=120, cwd=lab.REPO_ROOT, env={**os.environ, **runner.ansible_env()},
+    )  # fmt: skip
+    return proc.returncode == 0, proc.stdout + proc.stderr
+
+
 @pytest.fixture(scope="module")
 def kube() -> client.ApiClient:
     return config.new_client_from_config(str(lab.lab_dir() / "k8s/gpu/admin.kubeconfig"))
@@ -68,12 +85,14 @@ def capacity_file(converged, tmp_path_factory) -> Path:
     bench = gpufleet(
         "bench", "-i", str(lab.LAB_INVENTORY.parent), "--levels", "2,4,8,16", "--duration", "8", "--warmup", "2",
         "--max-tokens", str(TOKENS), "--input-len", "5:10", "--p99-slo", str(SLO_S), "--gpu", "none",
+        "--workload", "inference/vllm", "--kubeconfig", str(lab.lab_dir() / "k8s/gpu/admin.kubeconfig"),
         "--out", str(out), timeout=240,
     )  # fmt: skip
     assert bench.returncode == 0, bench.stderr[-3000:]
     measured = json.loads((out / "capacity.json").read_text())
-    print(f"capacity: {measured['replica']}")
+    print(f"capacity: {measured['replica']}, cold start {measured['cold_start_s']} s")
     assert measured["replica"]["streams"] == SLOTS, measured
+    assert measured["cold_start_s"] > 0, measured  # the replica's pod, created to Ready
     return out / "capacity.json"
 
 
@@ -147,6 +166,10 @@ def test_a_load_step_is_met_by_new_replicas_only_with_autoscaling(capacity_file,
         ready = gpu_workloads(**SERVING, **scaling)
         assert ready.ok, ready.failures
         result = load_step(endpoint, kube)
+        if autoscaling:
+            passed, answer = autoscaling_status()
+            print(f"autoscaling_status: {answer.strip()}")
+            assert passed and "vllm-num-requests-running" in answer, answer
     finally:
         back = gpu_workloads()  # the lab's own deployment back (autoscaling off removes the ScaledObject)
     assert back.ok, back.failures
@@ -161,3 +184,25 @@ def test_a_load_step_is_met_by_new_replicas_only_with_autoscaling(capacity_file,
     else:
         # The drill can fail: one replica at 3x its capacity keeps most streams past the SLO.
         assert result["scaled_to"] == 1 and result["within_slo_share"] < 0.95, result
+
+
+def test_verify_names_the_trigger_whose_query_returns_nothing(capacity_file):
+    """A trigger on DCGM's GPU utilisation where no DCGM series names vLLM's pods (the lab's exporter
+    is the fixture's, which knows no pods): KEDA's metric fails, the HPA says so, and the check names
+    the trigger and its query. Without that trigger, the same check passes: it can fail, and does here."""
+    broken = [*TRIGGERS, {"metric": "DCGM_FI_DEV_GPU_UTIL", "threshold": 65}]
+    scaling = {"vllm_autoscaling": True, "vllm_autoscaling_max_replicas": 2, "vllm_capacity_file": str(capacity_file)}
+    try:
+        ready = gpu_workloads(**SERVING, **scaling, vllm_autoscaling_triggers=broken)
+        assert ready.ok, ready.failures
+        passed, answer = autoscaling_status()
+        print(f"autoscaling_status with a trigger on a missing series: {answer.strip()}")
+        assert not passed, answer
+        assert "trigger dcgm-fi-dev-gpu-util" in answer and "its query returned nothing" in answer, answer
+        fixed = gpu_workloads(**SERVING, **scaling, vllm_autoscaling_triggers=TRIGGERS)
+        assert fixed.ok, fixed.failures
+        passed, answer = autoscaling_status()
+        assert passed, answer
+    finally:
+        back = gpu_workloads()
+    assert back.ok, back.failures

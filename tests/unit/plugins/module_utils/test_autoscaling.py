@@ -46,10 +46,13 @@ def test_the_default_triggers_have_measured_thresholds_times_the_headroom():
         REFERENCE["replica"]["kv_cache_usage_max"] * 0.8, rel=1e-5
     )
     assert ttft["metricType"] == "Value"
+    selector = '{namespace="inference",workload="vllm"}'
     assert ttft["metadata"]["query"] == (
-        "histogram_quantile(0.99, sum by (le) "
-        '(rate(vllm:time_to_first_token_seconds_bucket{namespace="inference",workload="vllm"}[1m])))'
+        f"(histogram_quantile(0.99, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket{selector}[1m]))) >= 0)"
+        f" or (sum(vllm:time_to_first_token_seconds_count{selector}) * 0)"
     )
+    # A missing series is an error (KEDA's "the result is empty"), not a reading of no load.
+    assert {t["metadata"]["ignoreNullValues"] for t in (waiting, kv, ttft)} == {"false"}
     # The H200's TTFT P99 of 0.609 s lies in vLLM's bucket (0.5, 0.75]: its P99 reads at most 0.75 there.
     assert ttft["metadata"]["threshold"] == "0.75"
     assert {t["metadata"]["serverAddress"] for t in (waiting, kv, ttft)} == {URL}
@@ -103,3 +106,66 @@ def test_a_figure_the_bench_did_not_measure_needs_an_explicit_threshold():
         == "v[0].threshold: none given, and c measured none for vllm:num_requests_waiting: replica.waiting_max is 0"
     )
     assert autoscaling.problems([{**DEFAULTS[0], "threshold": 2}], unmeasured, 0.8, "vllm", "v", "c") == []
+
+
+SCALED_OBJECT = {
+    "spec": {"triggers": [
+        {"name": "vllm-num-requests-running", "metadata": {"query": "sum(a)", "threshold": "6.4"}},
+        {"name": "dcgm-fi-dev-gpu-util", "metadata": {"query": "sum(b)", "threshold": "65"}},
+    ]},
+    "status": {"hpaName": "keda-hpa-vllm", "conditions": [{"type": "Ready", "status": "True"}]},
+}  # fmt: skip
+
+
+def _hpa(*metrics: str, active: str = "True") -> dict:
+    return {
+        "spec": {"metrics": [
+            {"type": "External", "external": {"metric": {"name": m}, "target": {"type": "AverageValue"}}}
+            for m in metrics
+        ]},
+        "status": {"conditions": [
+            {"type": "AbleToScale", "status": "True"},
+            {"type": "ScalingActive", "status": active, "reason": "FailedGetExternalMetric", "message": "s1"},
+        ]},
+    }  # fmt: skip
+
+
+def test_a_running_scaled_object_with_every_metric_answered_has_no_problem():
+    found, rows = autoscaling.status_problems(
+        SCALED_OBJECT, _hpa("s0-prometheus", "s1-prometheus"), {"s0-prometheus": 4.0, "s1-prometheus": 30.0}
+    )
+    assert found == []
+    assert [(r["trigger"], r["value"], r["threshold"]) for r in rows] == [
+        ("vllm-num-requests-running", 4.0, "6.4"), ("dcgm-fi-dev-gpu-util", 30.0, "65"),
+    ]  # fmt: skip
+
+
+def test_a_trigger_whose_query_returns_nothing_is_named_with_its_query():
+    empty = "prometheus metrics 'prometheus' target may be lost, the result is empty"
+    answers = {"s0-prometheus": 4.0, "s1-prometheus": "500 error when getting metric values"}
+    hpa = _hpa("s0-prometheus", "s1-prometheus", active="False")
+    found, rows = autoscaling.status_problems(SCALED_OBJECT, hpa, answers, [empty])
+    assert found == [
+        "HPA ScalingActive is False: FailedGetExternalMetric",
+        "trigger dcgm-fi-dev-gpu-util (s1-prometheus): its query returned nothing (no such series: the scrape or"
+        " the selector); query: sum(b)",
+    ]
+    assert rows[1]["value"] is None and rows[1]["error"].startswith("500")
+    # Without KEDA's word for it, the metrics API's answer is what is said.
+    found, _rows = autoscaling.status_problems(SCALED_OBJECT, hpa, answers)
+    assert found[1] == (
+        "trigger dcgm-fi-dev-gpu-util (s1-prometheus): the metrics API answered: 500 error when getting metric"
+        " values; query: sum(b)"
+    )
+
+
+def test_no_scaled_object_no_hpa_or_not_ready_is_named():
+    assert autoscaling.status_problems(None, None, {})[0][0].startswith("no ScaledObject")
+    failed = {"type": "Ready", "status": "False", "reason": "ScaledObjectCheckFailed", "message": "bad trigger"}
+    not_ready = {**SCALED_OBJECT, "status": {"hpaName": "keda-hpa-vllm", "conditions": [failed]}}
+    found, rows = autoscaling.status_problems(not_ready, None, {})
+    assert found == [
+        "ScaledObject not Ready: ScaledObjectCheckFailed: bad trigger",
+        "no HPA 'keda-hpa-vllm' (KEDA makes it)",
+    ]
+    assert rows == []

@@ -72,3 +72,19 @@ def test_a_figure_that_is_not_measured_above_zero_is_refused(measured, value):
     doc["replica"]["e2e_p99_s"] = value
     (problem,) = capacity.problems(doc, "vllm_capacity_file")
     assert problem == f"vllm_capacity_file: replica.e2e_p99_s is {value!r}, not a measured figure above 0"
+
+
+def _pod(created: str, ready: str | None, status: str = "True") -> dict:
+    conditions = [{"type": "Ready", "status": status, "lastTransitionTime": ready}] if ready else []
+    return {"metadata": {"creationTimestamp": created}, "status": {"conditions": conditions}}
+
+
+def test_the_cold_start_is_the_slowest_pods_creation_to_ready():
+    pods = [
+        _pod("2026-12-05T07:00:00Z", "2026-12-05T07:01:52Z"),  # 112 s, the H200's first start
+        _pod("2026-12-05T07:10:00Z", "2026-12-05T07:11:02Z"),  # 62 s, with the compile cache
+        _pod("2026-12-05T07:20:00Z", None),  # still starting: says nothing yet
+        _pod("2026-12-05T07:20:00Z", "2026-12-05T07:30:00Z", status="False"),  # not Ready
+    ]
+    assert capacity.cold_start_seconds(pods) == 112.0
+    assert capacity.cold_start_seconds(pods[2:]) is None
