@@ -76,24 +76,41 @@ def endpoint(converged) -> tuple[str, str]:
     return target[0], target[1]
 
 
-@pytest.fixture(scope="module")
-def capacity_file(converged, tmp_path_factory) -> Path:
-    """One replica with the slots, benchmarked by `gpufleet bench` as a user runs it."""
+def measure_capacity(out: Path, attempts: int = 3) -> Path:
+    """One replica with the slots, benchmarked by `gpufleet bench` as a user runs it: its capacity file.
+
+    On this 2-core machine a level can find the client itself behind (event-loop lag while the other
+    core's suite runs; seen in CI at 8 streams): the bench rightly refuses that level, and the
+    recommendation falls below the slots. Such a run is measured again; any other shortfall fails."""
     one = gpu_workloads(**SERVING)
     assert one.ok, one.failures
-    out = tmp_path_factory.mktemp("bench")
-    bench = gpufleet(
-        "bench", "-i", str(lab.LAB_INVENTORY.parent), "--levels", "2,4,8,16", "--duration", "8", "--warmup", "2",
-        "--max-tokens", str(TOKENS), "--input-len", "5:10", "--p99-slo", str(SLO_S), "--gpu", "none",
-        "--workload", "inference/vllm", "--kubeconfig", str(lab.lab_dir() / "k8s/gpu/admin.kubeconfig"),
-        "--out", str(out), timeout=240,
-    )  # fmt: skip
-    assert bench.returncode == 0, bench.stderr[-3000:]
-    measured = json.loads((out / "capacity.json").read_text())
-    print(f"capacity: {measured['replica']}, cold start {measured['cold_start_s']} s")
+    for attempt in range(1, attempts + 1):
+        bench = gpufleet(
+            "bench", "-i", str(lab.LAB_INVENTORY.parent), "--levels", "2,4,8,16", "--duration", "8", "--warmup", "2",
+            "--max-tokens", str(TOKENS), "--input-len", "5:10", "--p99-slo", str(SLO_S), "--gpu", "none",
+            "--workload", "inference/vllm", "--kubeconfig", str(lab.lab_dir() / "k8s/gpu/admin.kubeconfig"),
+            "--out", str(out), timeout=240,
+        )  # fmt: skip
+        assert bench.returncode == 0, bench.stderr[-3000:]
+        measured = json.loads((out / "capacity.json").read_text())
+        levels = json.loads((out / "benchmark.json").read_text())["levels"]
+        client_bound = [level["level"] for level in levels if level["client_bound"]]
+        print(f"capacity (attempt {attempt}): {measured['replica']}, cold start {measured['cold_start_s']} s,"
+              f" client-bound levels {client_bound}")  # fmt: skip
+        if measured["replica"]["streams"] == SLOTS or not client_bound:
+            break
     assert measured["replica"]["streams"] == SLOTS, measured
     assert measured["cold_start_s"] > 0, measured  # the replica's pod, created to Ready
     return out / "capacity.json"
+
+
+@pytest.fixture(scope="module")
+def capacity_file(converged, tmp_path_factory) -> Path:
+    try:
+        return measure_capacity(tmp_path_factory.mktemp("bench"))
+    except BaseException:
+        assert gpu_workloads().ok  # the lab's own deployment back for the suites after this one
+        raise
 
 
 class Replicas(threading.Thread):
@@ -117,13 +134,22 @@ class Replicas(threading.Thread):
         return next((round(t - since, 1) for t, d, r in self.seen if t >= since and test(d, r)), None)
 
 
+def users_config(endpoint: tuple[str, str]) -> BenchConfig:
+    """The users' requests: the bench's workload (TOKENS-token answers to short prompts)."""
+    url, model = endpoint
+    return BenchConfig(
+        base_url=url, model=model, api="chat", max_tokens=TOKENS, prompt_words=(5, 10), request_timeout_s=30
+    )
+
+
+def within_slo(records: list[RequestRecord]) -> list[RequestRecord]:
+    return [r for r in records if outcome(r, TOKENS) == "complete" and r.end - r.start <= SLO_S]
+
+
 def load_step(endpoint: tuple[str, str], kube: client.ApiClient) -> dict:
     """BASE_USERS, then STEP_USERS from BASE_S on; when the HPA asked for more, when they were ready,
     and the share of streams within the SLO over the step's last JUDGED_S."""
-    url, model = endpoint
-    cfg = BenchConfig(
-        base_url=url, model=model, api="chat", max_tokens=TOKENS, prompt_words=(5, 10), request_timeout_s=30
-    )
+    cfg = users_config(endpoint)
     records: list[RequestRecord] = []
     watch = Replicas(kube)
     watch.start()
@@ -141,7 +167,7 @@ def load_step(endpoint: tuple[str, str], kube: client.ApiClient) -> dict:
     watch.join()
     stepped = started + BASE_S
     judged = [r for r in records if r.start >= started + BASE_S + STEP_S - JUDGED_S]
-    within = [r for r in judged if outcome(r, TOKENS) == "complete" and r.end - r.start <= SLO_S]
+    within = within_slo(judged)
     decided = watch.first(stepped, lambda desired, ready: desired > 1)
     scaled_to = max(d for _t, d, _r in watch.seen)
     return {
