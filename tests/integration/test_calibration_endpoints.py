@@ -11,7 +11,7 @@ import pytest
 from ansible_collections.gpufleet.platform.plugins.module_utils import inference_smoke as smoke
 from ansible_collections.gpufleet.platform.plugins.module_utils import llm_bench as lb
 from ansible_collections.gpufleet.platform.plugins.module_utils import prometheus_verify as pv
-from gpufleet.lib.llm_bench.drill import run_streams_through
+from gpufleet.lib.llm_bench.drill import arrivals_through, run_streams_through
 
 from gpufleet import calibration_server
 
@@ -199,3 +199,24 @@ def test_the_stand_in_serves_max_num_seqs_at_once_and_queues_the_rest():
         assert 4 * 0.39 * 0.8 + 4 * 0.78 * 0.8 < queue_sum < 4 * 0.39 * 1.5 + 4 * 0.78 * 1.5
     finally:
         process.terminate()
+
+
+def test_open_loop_arrivals_follow_the_rate_whatever_the_server_does(server):
+    """Poisson arrivals at 40/s for 2 s, then none for 1 s, then 20/s for 2 s (the autoscaling soak's
+    load): the counts in each phase are within 4 standard deviations of the rate's, none starts in the
+    pause, and every stream completes."""
+    import asyncio
+
+    cfg = lb.BenchConfig(base_url=server, model="calibration", api="chat", max_tokens=5, request_timeout_s=10)
+    records: list = []
+
+    def rate(t: float) -> float:
+        return 40.0 if t < 2 else 0.0 if t < 3 else 20.0
+
+    began = asyncio.run(arrivals_through(cfg, rate, 5.0, records, seed=7))
+    starts = [r.start - began for r in records]
+    # (the pause's edges a few ms in: a stream due at 1.999 s may be sent at 2.001 s)
+    for low, high, expected in ((0, 2, 80), (2.02, 2.98, 0), (3, 5, 40)):
+        count = sum(low <= t < high for t in starts)
+        assert abs(count - expected) <= 4 * expected**0.5, (low, high, count)
+    assert all(r.tokens == 5 and not r.error for r in records), [r.error for r in records if r.error]

@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.request
 import uuid
 from pathlib import Path
@@ -176,6 +177,33 @@ def test_a_drain_evicts_the_pod_and_its_replacement_starts_on_the_other_node(
     assert before.metadata.name not in [p.metadata.name for p in pods]
     assert all(p.spec.node_name != first for p in pods), [p.spec.node_name for p in pods]
     assert not core.read_node(first).spec.unschedulable  # the role's uncordon ran
+
+
+GRACE_S = 40
+
+
+def test_a_drain_waits_out_the_grace_period_of_a_pod_still_finishing(gpu_api, namespace, tmp_path, published_images):
+    """A pod that takes its whole grace period to finish (it ignores SIGTERM, as a replica draining
+    long streams keeps serving): the drain waits for it, though node_drain_timeout is shorter, and the
+    node is empty when the role says it is drained. Waiting only node_drain_timeout (the role before
+    issue #33) leaves the pod on the node and fails, so the test can fail."""
+    core, apps = client.CoreV1Api(gpu_api), client.AppsV1Api(gpu_api)
+    deployment, _ = calibration_server(namespace)
+    template = deployment["spec"]["template"]["spec"]
+    template["terminationGracePeriodSeconds"] = GRACE_S
+    ignores_sigterm = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(86400)"
+    template["containers"][0].update(command=["python3", "-c", ignores_sigterm], args=[], readinessProbe=None)
+    apps.create_namespaced_deployment(namespace, deployment)
+    (pod,) = wait_for(lambda: ready_pods(core, namespace), "the SIGTERM-ignoring pod to run", 120)
+    node = pod.spec.node_name
+    started = time.monotonic()
+    drained = drain(tmp_path, node, "5s")
+    took = time.monotonic() - started
+    assert drained.returncode == 0, (drained.stdout + drained.stderr)[-2000:]
+    left = core.list_namespaced_pod(namespace, field_selector=f"spec.nodeName={node}").items
+    assert [p.metadata.name for p in left if p.metadata.name == pod.metadata.name] == [], "the pod is still there"
+    print(f"drain of a pod with a {GRACE_S} s grace period (node_drain_timeout 5s): {took:.1f} s")
+    assert took >= GRACE_S - 5, took  # it was waited for, not killed early
 
 
 MIRROR_PLAYBOOK = """

@@ -11,6 +11,7 @@ its client, a truncated stream cannot be. The drills judge a shutdown by its tru
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -105,3 +106,48 @@ async def streams_through(
 def run_streams_through(cfg: BenchConfig, users: int, duration_s: float, **kwargs: Any) -> dict[str, Any]:
     """``streams_through`` from synchronous code."""
     return asyncio.run(streams_through(cfg, users, duration_s, **kwargs))
+
+
+SLICE_S = 0.1
+
+
+async def arrivals_through(
+    cfg: BenchConfig,
+    rate: Callable[[float], float],
+    duration_s: float,
+    records: list[RequestRecord],
+    seed: int = 0,
+) -> float:
+    """Open-loop streams for ``duration_s``: Poisson arrivals at ``rate(seconds since the start)`` per
+    second (0 for none), each a fresh connection, whatever the server's pace (real users do not wait
+    for one another); each stream's record is appended to ``records``. Returns the time the schedule
+    counts from."""
+    import aiohttp
+
+    cfg = replace(cfg, fixed_length="on", stream=True)
+    rng = random.Random(seed)
+    timeout = aiohttp.ClientTimeout(total=cfg.request_timeout_s, sock_read=cfg.request_timeout_s)
+    connector = aiohttp.TCPConnector(limit=0, force_close=True)
+    started = time.time()
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout, headers=auth_headers(cfg)) as session:
+
+        async def one(number: int) -> None:
+            records.append(await send(session, cfg, prompt_for(cfg, number), time.time()))
+
+        tasks: list[asyncio.Task[None]] = []
+        now, slice_end = 0.0, SLICE_S
+        while now < duration_s:
+            # The rate is read at the start of each tenth of a second; a gap that ends past it means no
+            # arrival in the rest of it, and the next is drawn afresh at the next one's rate (exact for
+            # a rate constant within each tenth: the exponential gap has no memory).
+            per_s = rate(slice_end - SLICE_S)
+            gap = rng.expovariate(per_s) if per_s > 0 else float("inf")
+            if now + gap >= slice_end:
+                now, slice_end = slice_end, round(slice_end + SLICE_S, 6)
+                continue
+            now += gap
+            if now < duration_s:
+                await asyncio.sleep(max(0.0, started + now - time.time()))
+                tasks.append(asyncio.create_task(one(len(tasks))))
+        await asyncio.gather(*tasks)
+    return started
