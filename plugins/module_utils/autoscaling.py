@@ -8,7 +8,12 @@ recommended level times the headroom, so the workload scales out before a replic
 that still met the SLO. A histogram's P99 over the workload is compared as a whole (``Value``: the HPA
 scales by P99 / threshold); a P99 read from the engine's buckets is no finer than they are, so its
 default is the bucket bound at or above the measured P99 (an interpolated P99 at the measured load
-stays below it; a load past it crosses it). A series with no measured figure needs an explicit threshold.
+stays below it; a load past it crosses it). A summary's P99 (Triton's queue time) is exact: its
+default is the queue time at which the E2E P99 would reach the bench's SLO (the measured queue P99 plus
+the slack between the measured E2E P99 and the SLO) times the headroom, or without an SLO the measured
+queue P99 itself. (At the recommended level a model without dynamic batching queues nothing: its
+measured queue P99 alone would scale out on the first request that waits.) A series with no measured
+figure needs an explicit threshold.
 """
 
 from __future__ import annotations
@@ -34,7 +39,17 @@ VLLM_SERIES: dict[str, tuple[str, str | None]] = {
 # DCGM's GPU utilisation (dcgm-exporter's default counters), per GPU the workload's pods hold, averaged
 # over 2 minutes as the reference design reads it. The bench reads no DCGM series: explicit threshold.
 DCGM_SERIES: dict[str, tuple[str, str | None]] = {"DCGM_FI_DEV_GPU_UTIL": ("gpu_gauge", None)}
-ENGINE_SERIES = {"vllm": {**VLLM_SERIES, **DCGM_SERIES}}
+# Triton's (its /metrics, 23.04 and later), per model: the requests waiting in a model's scheduler
+# queue, and the queue time's summary, whose P99 over Triton's sliding window exists only with
+# `--metrics-config summary_latencies=true` (the triton role sets it when a trigger reads it). The
+# summary is in microseconds; its trigger reads seconds, as vLLM's latencies do.
+TRITON_SERIES: dict[str, tuple[str, str | None]] = {
+    "nv_inference_pending_request_count": ("gauge", "waiting_max"),
+    "nv_inference_queue_summary_us": ("summary_us", "queue_time_p99_s"),
+}
+ENGINE_SERIES = {"vllm": {**VLLM_SERIES, **DCGM_SERIES}, "triton": {**TRITON_SERIES, **DCGM_SERIES}}
+# The series whose P99 the HPA compares as a whole (KEDA's Value), not per replica.
+LATENCY_KINDS = ("histogram", "summary_us")
 # vLLM 0.23's histogram buckets (their finite `le` bounds in the H200's /metrics).
 _LATENCY = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0,
             960.0, 1920.0, 7680.0)  # fmt: skip
@@ -83,7 +98,7 @@ def problems(triggers: Any, doc: Any, headroom: float, engine: str, variable: st
             if isinstance(given, bool) or not isinstance(given, int | float) or not given > 0:
                 found.append(f"{where}.threshold: {given!r}, not a number above 0")
                 continue
-        else:
+        elif series[metric][0] != "summary_us" or _slo_slack(doc) is None:
             figure = series[metric][1]
             measured = replica.get(figure) if figure else None
             if isinstance(measured, bool) or not isinstance(measured, int | float) or not measured > 0:
@@ -105,10 +120,27 @@ def threshold(trigger: dict[str, Any], doc: Any, headroom: float, engine: str) -
     if trigger.get("threshold") is not None:
         return float(trigger["threshold"])
     metric = trigger["metric"]
-    measured = float(capacity.parsed(doc)["replica"][ENGINE_SERIES[engine][metric][1]])
+    figure = capacity.parsed(doc)["replica"][ENGINE_SERIES[engine][metric][1]]
+    measured = float(figure or 0)  # a summary's queue P99 where none was read: none waited
     if metric in VLLM_BUCKETS:
         return next((bound for bound in VLLM_BUCKETS[metric] if bound >= measured), measured)
+    if ENGINE_SERIES[engine][metric][0] == "summary_us":
+        slack = _slo_slack(doc)
+        return measured if slack is None else float(headroom) * (measured + slack)
     return measured * float(headroom)
+
+
+def _slo_slack(doc: Any) -> float | None:
+    """How much longer requests could wait at the recommended level before the E2E P99 reached the
+    bench's SLO; None where the capacity file has no SLO (or no such slack) to derive it from."""
+    doc = capacity.parsed(doc)
+    if not isinstance(doc, dict) or not isinstance(doc.get("replica"), dict):
+        return None
+    slo, e2e = (doc.get("slo") or {}).get("e2e_p99_s"), doc["replica"].get("e2e_p99_s")
+    numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (slo, e2e))
+    if not numbers or not slo > e2e:  # type: ignore[operator]
+        return None
+    return float(slo) - float(e2e)  # type: ignore[arg-type]
 
 
 def query(metric: str, engine: str, namespace: str, workload: str) -> str:
@@ -120,6 +152,11 @@ def query(metric: str, engine: str, namespace: str, workload: str) -> str:
         selector = f'exported_namespace="{namespace}",exported_pod=~"{workload}-.*"'
         return f"sum(avg_over_time({metric}{{{selector}}}[{GPU_WINDOW}]))"
     selector = f'namespace="{namespace}",workload="{workload}"'
+    if kind == "summary_us":
+        # Quantiles do not add up: the worst model's P99 on the worst replica, in seconds. With no
+        # request in Triton's window the quantile is NaN: 0 where the series exists, as below.
+        p99 = f'max({metric}{{{selector},quantile="0.99"}}) / 1e6'
+        return f"({p99} >= 0) or (sum({metric}_count{{{selector}}}) * 0)"
     if kind == "histogram":
         # No requests in the window make the quantile NaN: then 0 where the series exists, nothing
         # where it does not (a broken scrape reads as an error, not as no load).
@@ -146,7 +183,7 @@ def keda_triggers(
             {
                 "type": "prometheus",
                 "name": trigger["metric"].replace(":", "-").replace("_", "-").lower(),
-                "metricType": "Value" if kind == "histogram" else "AverageValue",
+                "metricType": "Value" if kind in LATENCY_KINDS else "AverageValue",
                 "metadata": {
                     "serverAddress": server_address,
                     "query": query(trigger["metric"], engine, namespace, workload),
@@ -158,6 +195,70 @@ def keda_triggers(
             }
         )
     return rendered
+
+
+def bounds_problems(
+    role: str, min_replicas: Any, max_replicas: Any, polling_s: Any, cooldown_s: Any, gpus: Any
+) -> list[str]:
+    """What makes a serving role's replica bounds and intervals unusable (``role``: the variables'
+    prefix, vllm or triton), each naming the variable."""
+    v = f"{role}_autoscaling"
+    found = []
+    if int(min_replicas) < 1:
+        found.append(f"{v}_min_replicas=0: at least 1 replica stays warm (a model takes minutes to load; KEDA would"
+                     " scale to zero)")  # fmt: skip
+    if int(max_replicas) < int(min_replicas):
+        found.append(f"{v}_max_replicas={max_replicas}: must be at least {v}_min_replicas={min_replicas} (it is"
+                     f" required with autoscaling: each replica holds {gpus} GPU(s))")  # fmt: skip
+    if int(polling_s) > int(cooldown_s):
+        found.append(f"{v}_polling_seconds={polling_s}: longer than {v}_cooldown_seconds={cooldown_s}, the window"
+                     " would hold at most one reading")  # fmt: skip
+    return found
+
+
+def scaled_object(
+    name: str,
+    namespace: str,
+    labels: dict[str, str],
+    min_replicas: Any,
+    max_replicas: Any,
+    polling_s: Any,
+    cooldown_s: Any,
+    grace_s: Any,
+    triggers: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """KEDA's ScaledObject for a serving Deployment of the same name, with ``triggers`` (keda_triggers').
+
+    Scale-up acts on the first reading above a threshold; scale-down waits until every recommendation of
+    the cooldown asked for fewer (the HPA's stabilisation window), then removes one replica at a time,
+    each given its grace period (``grace_s``: the drain of its streams) before the next, so a dip does
+    not flap the replicas and no two replicas drain at once."""
+    return {
+        "apiVersion": "keda.sh/v1alpha1",
+        "kind": "ScaledObject",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+            "minReplicaCount": int(min_replicas),
+            "maxReplicaCount": int(max_replicas),
+            "pollingInterval": int(polling_s),
+            "cooldownPeriod": int(cooldown_s),
+            "advanced": {
+                "horizontalPodAutoscalerConfig": {
+                    "behavior": {
+                        "scaleDown": {
+                            "stabilizationWindowSeconds": int(cooldown_s),
+                            "policies": [
+                                {"type": "Pods", "value": 1, "periodSeconds": max(int(polling_s), int(grace_s))}
+                            ],
+                        },
+                        "scaleUp": {"stabilizationWindowSeconds": 0},
+                    }
+                }
+            },
+            "triggers": triggers,
+        },
+    }
 
 
 # What `gpufleet verify` judges of a ScaledObject that runs: KEDA's own view, the HPA it made, and every

@@ -4,8 +4,8 @@
 GPU figures: NVML where the benchmark runs on the GPU's host, DCGM through Prometheus
 elsewhere; each sampler is called with a finished LevelResult and fills its ``gpu`` (naming
 its source); ``tokens_per_joule`` comes from an energy counter where the GPU has one.
-Server figures: vLLM's own queue time, KV cache usage and preemptions, read from the
-Prometheus that scrapes it, fill ``server``."""
+Server figures: vLLM's own queue time, KV cache usage and preemptions, or Triton's queue time and
+pending requests, read from the Prometheus that scrapes the server, fill ``server``."""
 
 from __future__ import annotations
 
@@ -198,4 +198,36 @@ class VllmServer:
             "kv_cache_usage_max": self._scalar(f"max(max_over_time(vllm:kv_cache_usage_perc{sel}{window}))", at),
             "preemptions": self._scalar(f"sum(increase(vllm:num_preemptions_total{sel}{window}))", at),
             "waiting_max": self._scalar(f"max(max_over_time(vllm:num_requests_waiting{sel}{window}))", at),
+        }
+
+
+class TritonServer:
+    """Per level, from the Prometheus that scrapes Triton: its queue time (mean from its counters, P99
+    from its queue summary where `--metrics-config summary_latencies=true` exports one: the highest the
+    sliding window's P99 read over the level) and the peak of its pending requests, in vLLM's names so
+    the capacity file reads both engines alike."""
+
+    source = "prometheus (Triton)"
+
+    def __init__(self, prometheus_url: str, selector: str = "") -> None:
+        self.url, self.selector = prometheus_url, selector
+
+    def _scalar(self, promql: str, at: float) -> float | None:
+        return prometheus_scalar(self.url, promql, at)
+
+    def __call__(self, level: LevelResult) -> None:
+        window = f"[{max(1, round(level.window_end - level.window_start))}s]"
+        sel, at = "{" + self.selector + "}", level.window_end
+        p99 = "{" + ",".join(filter(None, [self.selector, 'quantile="0.99"'])) + "}"
+        queue_us = self._scalar(
+            f"sum(increase(nv_inference_queue_duration_us{sel}{window}))"
+            f" / sum(increase(nv_inference_request_success{sel}{window}))",
+            at,
+        )
+        queue_p99_us = self._scalar(f"max(max_over_time(nv_inference_queue_summary_us{p99}{window}))", at)
+        level.server = {
+            "source": self.source,
+            "queue_time_mean_s": None if queue_us is None else queue_us / 1e6,
+            "queue_time_p99_s": None if queue_p99_us is None else queue_p99_us / 1e6,
+            "waiting_max": self._scalar(f"max(max_over_time(nv_inference_pending_request_count{sel}{window}))", at),
         }

@@ -18,8 +18,10 @@ from typing import Any
 
 KIND = "gpufleet-capacity"
 VERSION = 1
-# The replica's figures a role may read; each a number above 0 where the bench measured it.
+# The replica's figures a role may read; each a number above 0 where the bench measured it. A KServe v2
+# inference (Triton's) answers whole, one "token": it has no time per output token.
 REPLICA_FIGURES = ("streams", "output_tokens_per_s", "ttft_p99_s", "tpot_p99_s", "e2e_p99_s")
+UNTOKENIZED_APIS = ("kserve_v2",)
 
 
 def from_benchmark(
@@ -111,7 +113,10 @@ def problems(doc: Any, variable: str, model: str = "", engine: str = "") -> list
     if engine and measured_engine != engine:
         found.append(f"{variable}: measured on engine {measured_engine!r}, not {engine!r}")
     replica = doc.get("replica") or {}
+    untokenized = (doc.get("workload") or {}).get("api") in UNTOKENIZED_APIS
     for name in REPLICA_FIGURES:
+        if untokenized and name == "tpot_p99_s":
+            continue
         value = replica.get(name)
         if not isinstance(value, int | float) or isinstance(value, bool) or not value > 0 or math.isinf(value):
             found.append(f"{variable}: replica.{name} is {value!r}, not a measured figure above 0")

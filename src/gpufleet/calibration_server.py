@@ -1,7 +1,11 @@
 """CALIBRATION SERVER: an OpenAI-compatible stand-in for vLLM with a scripted schedule.
 
 It also answers the KServe v2 routes Triton serves (health, model ready, infer), with
-the first-token delay as the inference time.
+the first-token delay as the inference time, ``--max-num-seqs`` as the model's instances (beyond
+them requests wait in the scheduler's queue), Triton's series beside vLLM's on /metrics (requests,
+queue time as a counter and a summary, pending requests), and ``--metrics-port`` answering as
+Triton's metrics port does. On SIGTERM with ``--shutdown-timeout`` it finishes the inferences in
+flight as Triton's ``--exit-timeout-secs`` does.
 
 Not a model. It answers /v1/completions and /v1/chat/completions (streaming or not)
 on a schedule the tests know in advance: time to first token, inter-token interval,
@@ -69,6 +73,7 @@ class Schedule:
     shutdown_timeout: int = 0  # seconds to drain on SIGTERM; 0 aborts, as vLLM does
     counters: dict[str, int] = field(default_factory=lambda: {"requests": 0, "events": 0})
     metrics: EngineMetrics = field(default_factory=lambda: EngineMetrics())
+    triton: TritonMetrics = field(default_factory=lambda: TritonMetrics())
     aborted: bool = False  # SIGTERM with no drain: streams stop where they are
     streams: set[Handler] = field(default_factory=set)  # serving a request now
     _slots: asyncio.Semaphore | None = None
@@ -191,6 +196,49 @@ class EngineMetrics:
         return ("\n".join(out) + "\n").encode()
 
 
+# Triton's queue summary: the quantiles it reports by default, over a sliding window of the last
+# minute's requests (prometheus-cpp's summary keeps a time window; Triton's is its default).
+TRITON_QUANTILES = (0.5, 0.9, 0.95, 0.99, 0.999)
+TRITON_WINDOW_S = 60.0
+
+
+@dataclass
+class TritonMetrics:
+    """What the server did for KServe v2 requests, in Triton's series (its /metrics, 23.04 and later,
+    with --metrics-config summary_latencies=true): requests served, their queue time (a counter and a
+    summary), and those waiting for an instance now."""
+
+    success: int = 0
+    queue_us_total: float = 0.0
+    pending: int = 0
+    executing: int = 0  # not a series: what a drain on SIGTERM waits for, beside the pending ones
+    window: list[tuple[float, float]] = field(default_factory=list)  # (when, queue time in us)
+
+    def finish(self, queued_s: float, now: float) -> None:
+        self.success += 1
+        self.queue_us_total += queued_s * 1e6
+        self.window.append((now, queued_s * 1e6))
+
+    def exposition(self, model: str, now: float) -> list[str]:
+        self.window = [(t, v) for t, v in self.window if t > now - TRITON_WINDOW_S]
+        labels = f'model="{model}",version="1"'
+        values = sorted(v for _t, v in self.window)
+        out = [
+            "# TYPE nv_inference_request_success counter", f"nv_inference_request_success{{{labels}}} {self.success}",
+            "# TYPE nv_inference_queue_duration_us counter",
+            f"nv_inference_queue_duration_us{{{labels}}} {self.queue_us_total:.0f}",
+            "# TYPE nv_inference_pending_request_count gauge",
+            f"nv_inference_pending_request_count{{{labels}}} {self.pending}",
+            "# TYPE nv_inference_queue_summary_us summary",
+        ]  # fmt: skip
+        for q in TRITON_QUANTILES:
+            # The nearest rank over the window; NaN with no request in it, as Triton reports.
+            value = f"{values[min(len(values) - 1, int(q * len(values)))]:.0f}" if values else "NaN"
+            out.append(f'nv_inference_queue_summary_us{{{labels},quantile="{q}"}} {value}')
+        return [*out, f"nv_inference_queue_summary_us_count{{{labels}}} {self.success}",
+                f"nv_inference_queue_summary_us_sum{{{labels}}} {self.queue_us_total:.0f}"]  # fmt: skip
+
+
 def _chunk(payload: bytes) -> bytes:
     return b"%x\r\n%s\r\n" % (len(payload), payload)
 
@@ -256,7 +304,8 @@ class Handler(asyncio.Protocol):
             if method == "GET" and path == "/health":
                 self._respond("200 OK", {})
             elif method == "GET" and path == "/metrics":
-                body = self.schedule.metrics.exposition(self.schedule.model)
+                triton = self.schedule.triton.exposition(self.schedule.model, time.time())
+                body = self.schedule.metrics.exposition(self.schedule.model) + ("\n".join(triton) + "\n").encode()
                 self._send(
                     b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: %d\r\n\r\n%s"
                     % (len(body), body)
@@ -271,7 +320,11 @@ class Handler(asyncio.Protocol):
                 self._respond("200 OK", {"object": "list", "data": [{"id": self.schedule.model, "object": "model"}]})
             elif method == "POST" and path in ("/v1/completions", "/v1/chat/completions"):
                 await self._generate(path.endswith("chat/completions"), json.loads(body or b"{}"))
-            elif method == "GET" and path in ("/v2/health/ready", f"/v2/models/{self.schedule.model}/ready"):
+            elif method == "GET" and path in (
+                "/v2/health/live",
+                "/v2/health/ready",
+                f"/v2/models/{self.schedule.model}/ready",
+            ):
                 self._respond("200 OK", {})
             elif method == "POST" and path == f"/v2/models/{self.schedule.model}/infer":
                 await self._infer(json.loads(body or b"{}"))
@@ -289,7 +342,23 @@ class Handler(asyncio.Protocol):
         if s.fail_every and s.counters["requests"] % s.fail_every == 0:
             self._respond("500 Internal Server Error", {"error": "injected failure (calibration server)"})
             return
-        await asyncio.sleep(self._delay(s.ttft_s))
+        loop = asyncio.get_running_loop()
+        slots = s.slots()  # the model's instances: beyond them requests wait in Triton's scheduler queue
+        if slots is not None:
+            s.triton.pending += 1
+            try:
+                await slots.acquire()
+            finally:
+                s.triton.pending -= 1
+        queued = max(0.0, loop.time() - (self.arrived or loop.time())) if slots is not None else 0.0
+        s.triton.executing += 1
+        try:
+            await asyncio.sleep(self._delay(s.ttft_s))
+        finally:
+            s.triton.executing -= 1
+            if slots is not None:
+                slots.release()
+        s.triton.finish(queued, time.time())
         first = (request.get("inputs") or [{"shape": [1], "datatype": "FP32"}])[0]
         size = 1
         for dim in first.get("shape", [1]):
@@ -432,13 +501,19 @@ async def shutdown(schedule: Schedule, server: asyncio.AbstractServer, done: asy
         return
     deadline = loop.time() + schedule.shutdown_timeout
     print(f"calibration server: SIGTERM, mode=drain timeout={schedule.shutdown_timeout}s "
-          f"in flight={schedule.metrics.running + schedule.metrics.waiting}", flush=True)  # fmt: skip
-    while (schedule.metrics.running or schedule.metrics.waiting) and loop.time() < deadline:
+          f"in flight={in_flight(schedule)}", flush=True)  # fmt: skip
+    while in_flight(schedule) and loop.time() < deadline:
         await asyncio.sleep(0.02)
     for handler in list(schedule.streams):  # what the drain did not finish is cut
         if handler.transport:
             handler.transport.close()
     done.set_result(None)
+
+
+def in_flight(schedule: Schedule) -> int:
+    """Requests running or waiting: streams (vLLM's scheduler) and inferences (Triton's)."""
+    m, t = schedule.metrics, schedule.triton
+    return m.running + m.waiting + t.executing + t.pending
 
 
 async def serve(schedule: Schedule, host: str = "127.0.0.1", port: int = 8100) -> asyncio.AbstractServer:
@@ -486,6 +561,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--api-key-env", metavar="VAR", help="require the bearer key held in this variable")
     parser.add_argument("--max-num-seqs", type=int, default=0, help="requests served at once (0: no limit)")
     parser.add_argument("--shutdown-timeout", type=int, default=0, help="seconds to drain on SIGTERM (0: abort)")
+    parser.add_argument("--metrics-port", type=int, default=0,
+                        help="also answer on this port (Triton serves /metrics on its own, 8002)")  # fmt: skip
     args = parser.parse_args(argv)
     schedule = Schedule(
         args.ttft,
@@ -511,9 +588,12 @@ def main(argv: list[str] | None = None) -> None:
 
     async def run() -> None:
         server = await serve(schedule, args.host, args.port)
+        metrics = await serve(schedule, args.host, args.metrics_port) if args.metrics_port else None
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
         loop.add_signal_handler(signal.SIGTERM, lambda: loop.create_task(shutdown(schedule, server, done)))
+        if metrics is not None:  # scraped through the drain, as Triton's metrics port is
+            done.add_done_callback(lambda _done: metrics.close())
         print(f"calibration server (a stand-in, not vLLM) on http://{args.host}:{args.port}", flush=True)
         await done
 

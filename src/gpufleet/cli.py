@@ -190,18 +190,18 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     try:
         prompts = _prompts(args)
+        kserve_inputs = _kserve_inputs(args)
     except (OSError, ValueError) as exc:
         print(f"gpufleet bench: {exc}", file=sys.stderr)
         return EXIT_USAGE
     cfg = llm_bench.BenchConfig(
         base_url=url, model=model, api=args.api, levels=levels, warmup_s=args.warmup, duration_s=args.duration,
         max_tokens=args.max_tokens, p99_slo_s=args.p99_slo, workers=args.workers, fixed_length=args.fixed_length,
-        max_error_rate=args.max_error_rate, seed=args.seed, api_key=api_key, **prompts,
+        max_error_rate=args.max_error_rate, seed=args.seed, api_key=api_key, kserve_inputs=kserve_inputs, **prompts,
     )  # fmt: skip
     gpu = _gpu(args)
-    server_figures = (
-        bench_telemetry.VllmServer(args.prometheus_url, args.server_selector) if args.server == "vllm" else None
-    )
+    servers = {"vllm": bench_telemetry.VllmServer, "triton": bench_telemetry.TritonServer}
+    server_figures = servers[args.server](args.prometheus_url, args.server_selector) if args.server in servers else None
     if args.gpu != "none" and gpu is None:
         print(f"gpufleet bench: no GPU figures from --gpu {args.gpu}: no Prometheus URL, and NVML finds no GPU here",
               file=sys.stderr)  # fmt: skip
@@ -285,6 +285,29 @@ def _prompts(args: argparse.Namespace) -> dict[str, Any]:
     if not 0 < words[0] <= words[1]:
         raise ValueError(f"--input-len {args.input_len}: give MIN or MIN:MAX words, 0 < MIN <= MAX")
     return {"prompt_words": words}
+
+
+def _kserve_inputs(args: argparse.Namespace) -> list[dict[str, Any]] | None:
+    """The inputs every KServe v2 request carries (the model's own names, shapes and types)."""
+    if args.api != "kserve_v2":
+        if args.kserve_inputs:
+            raise ValueError(f"--kserve-inputs is for --api kserve_v2, not --api {args.api}")
+        return None
+    if not args.kserve_inputs:
+        example = """'[{"name": "IN", "shape": [1, 2], "datatype": "FP32", "data": [1, 2]}]'"""
+        raise ValueError(f"--api kserve_v2 needs --kserve-inputs, the model's inputs as KServe v2 JSON: {example}")
+    text = Path(args.kserve_inputs[1:]).read_text() if args.kserve_inputs.startswith("@") else args.kserve_inputs
+    try:
+        inputs = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"--kserve-inputs is not JSON: {exc}") from None
+    if not (isinstance(inputs, list) and inputs and all(isinstance(i, dict) for i in inputs)):
+        raise ValueError("--kserve-inputs: a non-empty JSON list of inputs, each {name, shape, datatype, data}")
+    for index, item in enumerate(inputs):
+        missing = [key for key in ("name", "shape", "datatype", "data") if key not in item]
+        if missing:
+            raise ValueError(f"--kserve-inputs[{index}] has no {', '.join(missing)}")
+    return inputs
 
 
 def _gpu(args: argparse.Namespace) -> Any:
@@ -372,7 +395,14 @@ def build_parser() -> argparse.ArgumentParser:
     p_bench.add_argument("--model")
     p_bench.add_argument("--calibration", action="store_true", help="against a local calibration server (stand-in)")
     p_bench.add_argument("--calibration-port", type=int, default=8100)
-    p_bench.add_argument("--api", choices=["completions", "chat"], default="chat")
+    p_bench.add_argument(
+        "--api", choices=["completions", "chat", "kserve_v2"], default="chat",
+        help="kserve_v2: Triton's (KServe v2) inference route, one request per inference (needs --kserve-inputs)",
+    )  # fmt: skip
+    p_bench.add_argument(
+        "--kserve-inputs", metavar="JSON|@FILE",
+        help="the inputs of each KServe v2 request, as its JSON list [{name, shape, datatype, data}] or @file",
+    )  # fmt: skip
     p_bench.add_argument("--levels", default="1,5,30", help="comma-separated concurrency levels")
     p_bench.add_argument("--warmup", type=float, default=3)
     p_bench.add_argument("--duration", type=float, default=15)
@@ -409,9 +439,10 @@ def build_parser() -> argparse.ArgumentParser:
     p_bench.add_argument("--gpu-selector", default="")
     p_bench.add_argument(
         "--server",
-        choices=["vllm", "none"],
+        choices=["vllm", "triton", "none"],
         default="none",
-        help="the server's own figures (queue time, KV cache, preemptions) from --prometheus-url",
+        help="the server's own figures (queue time; vLLM's waiting requests, KV cache, preemptions; Triton's"
+        " pending requests) from --prometheus-url",
     )
     p_bench.add_argument("--server-selector", default="", help="label matchers of the server's series in Prometheus")
     p_bench.add_argument(

@@ -331,9 +331,12 @@ def wait_ready(core: Any, node: RealNode, deadline: float) -> None:
     raise lab.LabError(f"{node.name} is not Ready in the {node.cluster} cluster; kubelet's journal ends:\n{journal}")
 
 
-# The lab's vLLM image: the CALIBRATION SERVER (no model, no GPU), started by the vllm role's own
-# command line (`vllm serve MODEL --served-model-name N --host H --port P --max-num-seqs S
-# --shutdown-timeout T ...`; the rest is ignored).
+# The lab's vLLM and Triton image: the CALIBRATION SERVER (no model, no GPU), started by the vllm role's
+# own command line (`vllm serve MODEL --served-model-name N --host H --port P --max-num-seqs S
+# --shutdown-timeout T ...`) or the triton role's (`tritonserver --model-repository=R
+# --exit-timeout-secs=T ...`: the first model of the repository, its first instance count as the
+# slots, the metrics port 8002 beside 8000); the rest is ignored. As NVIDIA's image does, the entrypoint
+# runs the command it is given; with flags alone it is the calibration server.
 CALIBRATION_CONTAINERFILE = """\
 FROM {base}
 COPY calibration_server.py /opt/gpufleet/calibration_server.py
@@ -347,7 +350,21 @@ RUN printf '%s\\n' '#!/bin/sh' \\
   'exec python3 /opt/gpufleet/calibration_server.py --host "$host" --port "$port" --model "$model" \\
     --max-num-seqs "$seqs" --shutdown-timeout "$drain"' \\
   > /usr/local/bin/vllm && chmod 755 /usr/local/bin/vllm
-ENTRYPOINT ["python3", "/opt/gpufleet/calibration_server.py"]
+RUN printf '%s\\n' '#!/bin/sh' \\
+  'repo=/models; drain=30' \\
+  'for a in "$@"; do case $a in' \\
+  '  --model-repository=*) repo=${{a#*=}};; --exit-timeout-secs=*) drain=${{a#*=}};;' \\
+  'esac; done' \\
+  'model=$(ls "$repo" 2>/dev/null | head -n 1)' \\
+  'instances=$(grep -ho "count: *[0-9]*" "$repo/$model/config.pbtxt" 2>/dev/null | head -n 1 | tr -dc 0-9)' \\
+  'exec python3 /opt/gpufleet/calibration_server.py --host 0.0.0.0 --port 8000 --metrics-port 8002 \\
+    --model "${{model:-calibration}}" --max-num-seqs "${{instances:-1}}" --shutdown-timeout "$drain"' \\
+  > /usr/local/bin/tritonserver && chmod 755 /usr/local/bin/tritonserver
+RUN printf '%s\\n' '#!/bin/sh' \\
+  'case $1 in vllm | tritonserver) exec "$@";; esac' \\
+  'exec python3 /opt/gpufleet/calibration_server.py "$@"' \\
+  > /usr/local/bin/stand-in && chmod 755 /usr/local/bin/stand-in
+ENTRYPOINT ["/usr/local/bin/stand-in"]
 """
 # dcgm-exporter's flags (-f counters file, -c interval) and environment (DCGM_EXPORTER_LISTEN, NODE_NAME),
 # read into the FIXTURE exporter's.

@@ -217,10 +217,11 @@ def test_verify_prints_a_pass_fail_table(converged, tmp_path):
     for name in ("GPU driver and devices (driver new enough for DCGM 3.5)", "GPU health gate"):
         gpu = rows[(GPU_NODE, name)]
         assert gpu["status"] == "skipped" and gpu["detail"].startswith("skipped: "), gpu
-    # The lab's vLLM does not autoscale: that row is skipped too.
-    autoscaling = rows[("localhost", "vLLM autoscaling (ScaledObject, HPA, each trigger's metric)")]
-    assert autoscaling["status"] == "skipped", autoscaling
-    assert re.search(r"verify: \d+ passed, [1-9]\d* failed, 3 skipped", proc.stderr), proc.stderr
+    # The lab's vLLM does not autoscale, and it runs no Triton: those rows are skipped too.
+    for engine in ("vLLM", "Triton"):
+        autoscaling = rows[("localhost", f"{engine} autoscaling (ScaledObject, HPA, each trigger's metric)")]
+        assert autoscaling["status"] == "skipped", autoscaling
+    assert re.search(r"verify: \d+ passed, [1-9]\d* failed, 4 skipped", proc.stderr), proc.stderr
     failed_row = r"FAILED\s+localhost\s+inference endpoint nothing-listens: [\w-]+ +http://127.0.0.1:9"
     assert re.search(failed_row, proc.stderr), proc.stderr
 

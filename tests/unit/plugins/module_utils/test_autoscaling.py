@@ -108,6 +108,95 @@ def test_a_figure_the_bench_did_not_measure_needs_an_explicit_threshold():
     assert autoscaling.problems([{**DEFAULTS[0], "threshold": 2}], unmeasured, 0.8, "vllm", "v", "c") == []
 
 
+TRITON_CAPACITY = {
+    **REFERENCE, "model": "minilm", "engine": {"name": "triton", "version": None},
+    "replica": {**REFERENCE["replica"], "waiting_max": 5.0, "queue_time_p99_s": 0.042},
+}  # fmt: skip
+
+
+def test_tritons_triggers_read_its_pending_requests_per_replica_and_its_queue_p99_in_seconds():
+    triggers = [{"metric": "nv_inference_pending_request_count"}, {"metric": "nv_inference_queue_summary_us"}]
+    assert autoscaling.problems(triggers, TRITON_CAPACITY, 0.8, "triton", "v", "c") == []
+    pending, queue = autoscaling.keda_triggers(triggers, TRITON_CAPACITY, 0.8, "triton", "inference", "triton", URL)
+    assert pending["metricType"] == "AverageValue" and pending["metadata"]["threshold"] == "4"
+    assert pending["metadata"]["query"] == (
+        'sum(nv_inference_pending_request_count{namespace="inference",workload="triton"})'
+    )
+    # A summary's P99 is exact; without an SLO in the file the threshold is the measured one, compared
+    # for the workload as a whole.
+    assert queue["metricType"] == "Value" and queue["metadata"]["threshold"] == "0.042"
+    selector = 'namespace="inference",workload="triton"'
+    assert queue["metadata"]["query"] == (
+        f'(max(nv_inference_queue_summary_us{{{selector},quantile="0.99"}}) / 1e6 >= 0)'
+        f" or (sum(nv_inference_queue_summary_us_count{{{selector}}}) * 0)"
+    )
+    # vLLM's series are not Triton's.
+    [problem] = autoscaling.problems(
+        [{"metric": "vllm:num_requests_waiting"}], TRITON_CAPACITY, 0.8, "triton", "v", "c"
+    )
+    assert problem.startswith("v[0].metric: 'vllm:num_requests_waiting' is not a series triton exports"), problem
+
+
+def test_tritons_queue_threshold_is_the_wait_the_slo_still_allows_times_the_headroom():
+    """A model without dynamic batching queues nothing at its recommended level (its instances busy,
+    none waiting): the queue threshold is the wait at which the E2E P99 would reach the SLO."""
+    unbatched = {
+        **TRITON_CAPACITY, "slo": {"e2e_p99_s": 0.8},
+        "replica": {**TRITON_CAPACITY["replica"], "e2e_p99_s": 0.2, "queue_time_p99_s": 0.0, "waiting_max": 0.0},
+    }  # fmt: skip
+    queue = [{"metric": "nv_inference_queue_summary_us"}]
+    assert autoscaling.problems(queue, unbatched, 0.8, "triton", "v", "c") == []
+    [trigger] = autoscaling.keda_triggers(queue, unbatched, 0.8, "triton", "inference", "triton", URL)
+    assert float(trigger["metadata"]["threshold"]) == pytest.approx(0.8 * (0.8 - 0.2))
+    # The pending requests measured none: that trigger still needs a threshold of the user's own.
+    [problem] = autoscaling.problems(
+        [{"metric": "nv_inference_pending_request_count"}], unbatched, 0.8, "triton", "v", "c"
+    )
+    assert problem.endswith("replica.waiting_max is 0.0"), problem
+    # An SLO the replica already missed leaves no slack: the measured figure decides (none here).
+    missed = {**unbatched, "slo": {"e2e_p99_s": 0.1}}
+    [problem] = autoscaling.problems(queue, missed, 0.8, "triton", "v", "c")
+    assert "replica.queue_time_p99_s is 0.0" in problem, problem
+
+
+def test_the_bounds_name_the_roles_own_variables():
+    assert autoscaling.bounds_problems("triton", 1, 4, 15, 300, 1) == []
+    found = autoscaling.bounds_problems("triton", 0, 0, 30, 15, 2)
+    assert [f.split(":")[0] for f in found] == [
+        "triton_autoscaling_min_replicas=0", "triton_autoscaling_polling_seconds=30",
+    ], found  # fmt: skip
+    [problem] = autoscaling.bounds_problems("vllm", 3, 2, 15, 300, 2)
+    assert problem.startswith("vllm_autoscaling_max_replicas=2: must be at least vllm_autoscaling_min_replicas=3")
+    assert "each replica holds 2 GPU(s)" in problem
+
+
+def test_the_scaled_object_scales_up_at_once_and_down_one_drained_replica_at_a_time():
+    triggers = autoscaling.keda_triggers(DEFAULTS, REFERENCE, 0.8, "vllm", "inference", "vllm", URL)
+    obj = autoscaling.scaled_object("vllm", "inference", {"a": "b"}, "2", 6, 15, 300, 45, triggers)
+    spec = obj["spec"]
+    assert (obj["apiVersion"], obj["kind"], obj["metadata"]) == (
+        "keda.sh/v1alpha1", "ScaledObject", {"name": "vllm", "namespace": "inference", "labels": {"a": "b"}},
+    )  # fmt: skip
+    assert spec["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "vllm"}
+    assert (spec["minReplicaCount"], spec["maxReplicaCount"], spec["pollingInterval"], spec["cooldownPeriod"]) == (
+        2, 6, 15, 300,
+    )  # fmt: skip
+    behavior = spec["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
+    assert behavior["scaleUp"] == {"stabilizationWindowSeconds": 0}
+    # The window is the cooldown; one replica per grace period (its drain), or per polling interval if longer.
+    assert behavior["scaleDown"] == {
+        "stabilizationWindowSeconds": 300, "policies": [{"type": "Pods", "value": 1, "periodSeconds": 45}],
+    }  # fmt: skip
+    short = autoscaling.scaled_object("t", "n", {}, 1, 2, 30, 300, 10, [])
+    assert (
+        short["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]["scaleDown"]["policies"][0][
+            "periodSeconds"
+        ]
+        == 30
+    )
+    assert spec["triggers"] == triggers
+
+
 SCALED_OBJECT = {
     "spec": {"triggers": [
         {"name": "vllm-num-requests-running", "metadata": {"query": "sum(a)", "threshold": "6.4"}},

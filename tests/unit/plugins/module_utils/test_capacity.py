@@ -74,6 +74,17 @@ def test_a_figure_that_is_not_measured_above_zero_is_refused(measured, value):
     assert problem == f"vllm_capacity_file: replica.e2e_p99_s is {value!r}, not a measured figure above 0"
 
 
+def test_a_kserve_v2_file_has_no_time_per_token_and_needs_none(measured):
+    """Triton's inferences answer whole (gpufleet bench --api kserve_v2): no TPOT, and none is asked for;
+    a chat file without one is still refused."""
+    triton = copy.deepcopy(measured)
+    triton["engine"], triton["workload"]["api"], triton["replica"]["tpot_p99_s"] = {"name": "triton"}, "kserve_v2", None
+    assert capacity.problems(triton, "triton_capacity_file", "", "triton") == []
+    triton["workload"]["api"] = "chat"
+    (problem,) = capacity.problems(triton, "triton_capacity_file", "", "triton")
+    assert problem == "triton_capacity_file: replica.tpot_p99_s is None, not a measured figure above 0"
+
+
 def _pod(created: str, ready: str | None, status: str = "True") -> dict:
     conditions = [{"type": "Ready", "status": status, "lastTransitionTime": ready}] if ready else []
     return {"metadata": {"creationTimestamp": created}, "status": {"conditions": conditions}}
