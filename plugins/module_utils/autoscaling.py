@@ -138,7 +138,7 @@ def _slo_slack(doc: Any) -> float | None:
         return None
     slo, e2e = (doc.get("slo") or {}).get("e2e_p99_s"), doc["replica"].get("e2e_p99_s")
     numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (slo, e2e))
-    if not numbers or not slo > e2e:  # type: ignore[operator]
+    if not numbers or not slo > e2e:
         return None
     return float(slo) - float(e2e)  # type: ignore[arg-type]
 
