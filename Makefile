@@ -7,7 +7,7 @@ export CONTAINERS_CONF := $(CURDIR)/.lab/containers.conf
 export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/collections
 PLAYBOOKS := site.yml lab/site.yml $(wildcard playbooks/*.yml)
 
-.PHONY: setup demo docs test quick lint unit integration accuracy engines engine-tests lab-suites apart-suites lab-tests k8s k8s-tests molecule molecule-apart molecule-lab lab-build lab-keda lab-up lab-down collection
+.PHONY: setup demo docs test quick lint unit integration accuracy engines engine-tests lab-suites apart-suites lab-tests k8s k8s-tests molecule molecule-apart molecule-lab lab-build lab-controllers lab-up lab-down collection
 
 setup:
 	@scripts/setup.sh
@@ -22,8 +22,8 @@ demo: setup
 ## test: every test (lint, unit, integration, real engines, lab end-to-end, Kubernetes, molecule, collection build);
 ## the lab goes down after a pass (its addresses are the same for every checkout), stays up after a failure to look at
 test: setup
-	@echo "test: the lab's Go tools (KEDA's after the rest) and images build beside lint, unit tests and the engines (each step's output comes whole when it ends)"
-	$(MAKE) -j2 --output-sync=target lab-keda lint unit engines
+	@echo "test: the lab's Go tools (the controllers' after the rest) and images build beside lint, unit tests and the engines (each step's output comes whole when it ends)"
+	$(MAKE) -j2 --output-sync=target lab-controllers lint unit engines
 	@echo "test: the benchmark's timing tests, alone on the machine"
 	$(MAKE) -j1 accuracy engine-tests
 	@echo "test: the lab's suites, with the suites and molecule scenarios that use nothing of the lab beside them"
@@ -84,7 +84,7 @@ engines:
 engine-tests: engines
 	pytest -q tests/engines
 
-lab-tests: lab-keda lab-up
+lab-tests: lab-controllers lab-up
 	pytest -q --durations=10 lab/tests/e2e
 
 # The lab control plane: built once from Go modules (about 9 min cold on 2 cores), then started in seconds.
@@ -94,15 +94,15 @@ k8s:
 k8s-tests: k8s
 	pytest -q --durations=5 lab/tests/k8s
 
-molecule: lab-keda lab-up
+molecule: lab-controllers lab-up
 	tests/molecule.sh
 
 # The scenarios that run only in containers of their own, and those that use the lab's clusters.
 molecule-apart:
 	tests/molecule.sh --apart
 
-# KEDA first: lab-up makes its images from the binaries it finds.
-molecule-lab: lab-keda lab-up
+# The controllers first: lab-up makes their images from the binaries it finds.
+molecule-lab: lab-controllers lab-up
 	tests/molecule.sh --lab
 
 # The lab's Go tools and images (about 12 min on a fresh machine, seconds after): `test` runs it beside
@@ -111,11 +111,12 @@ molecule-lab: lab-keda lab-up
 lab-build:
 	gpufleet lab build
 
-# KEDA, built apart from the lab's other tools (about 7 minutes cold, its own module graph), after them
-# (one Go build at a time): the lab's autoscaling suite and the keda role's scenario need it, and
-# lab-up makes its images from the binaries it finds, so `test` builds it with the lab's tools.
-lab-keda: lab-build
-	lab/scripts/build-lab-k8s.sh keda
+# KEDA and Argo Rollouts, built apart from the lab's other tools (each its own module graph), after
+# them (one Go build at a time): the lab's autoscaling and rollout suites and the keda and
+# argo_rollouts scenarios need them, and lab-up makes their images from the binaries it finds, so
+# `test` builds them with the lab's tools.
+lab-controllers: lab-build
+	lab/scripts/build-lab-k8s.sh controllers
 
 lab-up:
 	gpufleet lab up --k8s

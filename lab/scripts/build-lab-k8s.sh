@@ -12,9 +12,9 @@
 #   kwok (simulated nodes) and its stages, helm, and KServe's InferenceService CRD.
 #   CoreDNS, the clusters' DNS (KEDA's metrics server finds its operator by its Service's name).
 #
-#   build-lab-k8s.sh keda: KEDA's operator, metrics API server and admission webhooks, at the version
-#   of the pinned chart, alone (only its scenario needs them: `make test` builds them beside the lab's
-#   suites, off the path to the first `lab up`).
+#   build-lab-k8s.sh controllers: the controllers the serving roles drive, each at the version of its
+#   pinned chart, in its own module graph: KEDA's operator, metrics API server and admission webhooks,
+#   and Argo Rollouts' controller (only their suites and scenarios need them).
 #
 # All of them but KEDA and one node_exporter are built in one module graph, Kubernetes' own: each package is compiled once,
 # where building each tool from its own module compiled k8s.io/api, client-go, gRPC and
@@ -58,6 +58,9 @@ CLOUD_GO_VERSION=v0.118.0
 # 1.36's modules controller-runtime does not compile (../shared/LAB-NOTES.md). Built as upstream does,
 # in its module (the module cache's copy), the three commands in one `go build`.
 KEDA_VERSION=v2.20.2
+# Argo Rollouts' controller at the version the pinned chart (lab/charts/argo-rollouts-2.41.0.tgz) deploys:
+# its own module graph too (k8s.io/* v0.34 by replace directives), built as upstream's Makefile does.
+ARGO_ROLLOUTS_VERSION=v1.9.0
 # CoreDNS as kubeadm deploys it, with the plugins a cluster's DNS uses (its own module graph; the
 # generated plugin list is cut to them, as CoreDNS's plugin.cfg is for a custom build).
 # `metrics` is the Corefile's `prometheus` (forward and cache import it too).
@@ -104,7 +107,7 @@ module_dir() {  # module@version: its source directory in the module cache
   go mod download -json "$1" | sed -n 's/.*"Dir": "\(.*\)",/\1/p'
 }
 
-if [ "${1:-}" = keda ]; then
+if [ "${1:-}" = controllers ]; then
   # Named <command>-<version> as the other upstream images' binaries (nodes.py makes the images).
   if [ ! -x "$bin/keda-$KEDA_VERSION" ] || [ ! -x "$bin/keda-adapter-$KEDA_VERSION" ] \
     || [ ! -x "$bin/keda-admission-webhooks-$KEDA_VERSION" ]; then
@@ -118,7 +121,18 @@ if [ "${1:-}" = keda ]; then
     mv "$tmp/bin/webhooks" "$bin/keda-admission-webhooks-$KEDA_VERSION"
     rm -rf "$tmp"
   fi
-  step "ready: $(cd "$bin" && echo keda*)"
+  if [ ! -x "$bin/argo-rollouts-$ARGO_ROLLOUTS_VERSION" ]; then
+    step "building Argo Rollouts $ARGO_ROLLOUTS_VERSION (its own module graph)"
+    tmp=$(mktemp -d)
+    cp -r "$(module_dir "github.com/argoproj/argo-rollouts@$ARGO_ROLLOUTS_VERSION")" "$tmp/argo-rollouts"
+    chmod -R u+w "$tmp/argo-rollouts"
+    (cd "$tmp/argo-rollouts" && go build -trimpath \
+      -ldflags "-s -w -X github.com/argoproj/argo-rollouts/utils/version.version=${ARGO_ROLLOUTS_VERSION#v}" \
+      -o "$tmp/argo-rollouts-$ARGO_ROLLOUTS_VERSION" ./cmd/rollouts-controller)
+    mv "$tmp/argo-rollouts-$ARGO_ROLLOUTS_VERSION" "$bin/"
+    rm -rf "$tmp"
+  fi
+  step "ready: $(cd "$bin" && echo keda* argo-rollouts*)"
   exit 0
 fi
 

@@ -226,8 +226,11 @@ def scaled_object(
     cooldown_s: Any,
     grace_s: Any,
     triggers: list[dict[str, Any]],
+    kind: str = "Deployment",
 ) -> dict[str, Any]:
-    """KEDA's ScaledObject for a serving Deployment of the same name, with ``triggers`` (keda_triggers').
+    """KEDA's ScaledObject for a serving workload of the same name (``kind``: a Deployment, or the Rollout
+    of a canary strategy, which Argo Rollouts scales through the same scale subresource), with ``triggers``
+    (keda_triggers').
 
     Scale-up acts on the first reading above a threshold; scale-down waits until every recommendation of
     the cooldown asked for fewer (the HPA's stabilisation window), then removes one replica at a time,
@@ -238,7 +241,11 @@ def scaled_object(
         "kind": "ScaledObject",
         "metadata": {"name": name, "namespace": namespace, "labels": labels},
         "spec": {
-            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+            "scaleTargetRef": {
+                "apiVersion": "argoproj.io/v1alpha1" if kind == "Rollout" else "apps/v1",
+                "kind": kind,
+                "name": name,
+            },
             "minReplicaCount": int(min_replicas),
             "maxReplicaCount": int(max_replicas),
             "pollingInterval": int(polling_s),

@@ -13,6 +13,7 @@ module and the unit tests run the very same code.
 from __future__ import annotations
 
 import datetime
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,6 +62,53 @@ def rollout_done(kind: str, obj: dict[str, Any]) -> tuple[bool, str]:
     available, total = _int(status.get("availableReplicas")), _int(status.get("replicas"))
     done = seen and updated == want and total == want and available == want
     return done, f"{available}/{want} replicas available ({updated} updated)"
+
+
+def canary_done(obj: dict[str, Any]) -> tuple[bool, str]:
+    """An Argo Rollouts Rollout: done once its latest spec is the stable version and Healthy (a canary
+    promoted through every step). Returns (done, a one-line state)."""
+    status = obj.get("status") or {}
+    seen = str(status.get("observedGeneration", "")) == str((obj.get("metadata") or {}).get("generation", ""))
+    want = _int((obj.get("spec") or {}).get("replicas", 1))
+    available, updated = _int(status.get("availableReplicas")), _int(status.get("updatedReplicas"))
+    phase = status.get("phase") or "Progressing"
+    promoted = bool(status.get("stableRS")) and status.get("stableRS") == status.get("currentPodHash")
+    steps = len((((obj.get("spec") or {}).get("strategy") or {}).get("canary") or {}).get("steps") or [])
+    step = f", step {status.get('currentStepIndex')}/{steps}" if not promoted and steps else ""
+    summary = f"{phase}{step}, {available}/{want} replicas available ({updated} of the new version)"
+    return seen and promoted and phase == "Healthy", summary
+
+
+_LIMIT = re.compile(r"<=\s*([-+0-9.eE]+)")
+
+
+def analysis_failure(run: dict[str, Any]) -> str:
+    """What an AnalysisRun that failed measured: each failed metric's last value against its limit."""
+    limits = {m.get("name"): m.get("successCondition", "") for m in (run.get("spec") or {}).get("metrics") or []}
+    status = run.get("status") or {}
+    failed = []
+    for result in status.get("metricResults") or []:
+        if result.get("phase") not in ("Failed", "Error"):
+            continue
+        name = result.get("name")
+        last = (result.get("measurements") or [{}])[-1]
+        bound = _LIMIT.search(limits.get(name) or "")
+        limit = f"limit {bound.group(1)}" if bound else f"condition {limits.get(name)!r}"
+        detail = f"{result.get('failed', 0)} of {result.get('count', 0)} measurements failed"
+        if result.get("phase") == "Error":
+            detail = (
+                f"{result.get('error', 0)} measurements errored: {result.get('message') or last.get('message', '')}"
+            )
+        failed.append(f"{name} measured {last.get('value', 'nothing')} ({limit}; {detail})")
+    name = (run.get("metadata") or {}).get("name", "?")
+    return f"analysis {name}: " + ("; ".join(failed) or f"{status.get('phase')}: {status.get('message', '')}")
+
+
+def last_analysis(runs: list[dict[str, Any]]) -> str:
+    """The newest AnalysisRun's name and phase, for a line about a Rollout (``runs``: newest first)."""
+    if not runs:
+        return "; no analysis has run yet"
+    return f"; last analysis {runs[0]['metadata'].get('name')}: {(runs[0].get('status') or {}).get('phase', 'Pending')}"
 
 
 def _condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:

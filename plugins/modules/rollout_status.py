@@ -7,9 +7,12 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: rollout_status
-short_description: Wait for a Deployment, DaemonSet or StatefulSet to roll out; fail early with the cause
+short_description: Wait for a Deployment, DaemonSet, StatefulSet or Argo Rollout to roll out; fail early with the cause
 description:
-  - Waits as C(kubectl rollout status) does (every replica runs the latest spec and is available).
+  - Waits as C(kubectl rollout status) does (every replica runs the latest spec and is available). An Argo Rollouts
+    Rollout is waited for through its canary steps until its new version is promoted (Healthy); one aborted by its
+    analysis fails the task at once, naming each failed metric of the AnalysisRun, its last measured value and its
+    limit (Argo Rollouts has rolled it back to the stable version by then).
   - Meanwhile reads the workload's pods and their nodes. A cause no wait can fix fails the task at once
     (an invalid image name, a missing Secret or ConfigMap, a container crashing 3 times in a row). An image
     that cannot be pulled, a pod the scheduler cannot place, or a node whose kubelet stopped (NotReady, or its
@@ -39,7 +42,7 @@ options:
   kind:
     description: The workload's kind.
     type: str
-    choices: [Deployment, DaemonSet, StatefulSet]
+    choices: [Deployment, DaemonSet, StatefulSet, Rollout]
     required: true
   name:
     description: The workload's name.
@@ -74,13 +77,25 @@ seconds:
   description: Seconds waited.
   returned: always
   type: float
+aborted:
+  description: True when a Rollout's canary was aborted (by its analysis or by hand) and rolled back.
+  returned: when a Rollout's canary was aborted
+  type: bool
 """
 
 import datetime
 import time
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible_collections.gpufleet.platform.plugins.module_utils.rollout import Problem, Watch, pod_problem, rollout_done
+from ansible_collections.gpufleet.platform.plugins.module_utils.rollout import (
+    Problem,
+    Watch,
+    analysis_failure,
+    canary_done,
+    last_analysis,
+    pod_problem,
+    rollout_done,
+)
 
 try:
     from kubernetes import client, config
@@ -91,6 +106,7 @@ except ImportError:
     HAS_KUBERNETES = False
 
 POLL_S = 3.0
+ARGO = ("argoproj.io", "v1alpha1")
 READERS = {
     "Deployment": "read_namespaced_deployment",
     "DaemonSet": "read_namespaced_daemon_set",
@@ -103,12 +119,22 @@ class Cluster:
         self.api = config.new_client_from_config(config_file=kubeconfig)
         self.apps, self.core = client.AppsV1Api(self.api), client.CoreV1Api(self.api)
         self.leases = client.CoordinationV1Api(self.api)
+        self.custom = client.CustomObjectsApi(self.api)
 
     def plain(self, obj):
         return self.api.sanitize_for_serialization(obj) if obj is not None else None
 
     def workload(self, kind: str, namespace: str, name: str):
+        if kind == "Rollout":
+            return self.custom.get_namespaced_custom_object(*ARGO, namespace, "rollouts", name)
         return self.plain(getattr(self.apps, READERS[kind])(name, namespace))
+
+    def analysis_runs(self, namespace: str, rollout: str) -> list:
+        """The Rollout's AnalysisRuns, newest first."""
+        runs = self.custom.list_namespaced_custom_object(*ARGO, namespace, "analysisruns")["items"]
+        mine = [r for r in runs if any(o.get("kind") == "Rollout" and o.get("name") == rollout
+                                       for o in r["metadata"].get("ownerReferences") or [])]  # fmt: skip
+        return sorted(mine, key=lambda r: r["metadata"].get("creationTimestamp", ""), reverse=True)
 
     def pods(self, namespace: str, selector: dict) -> list:
         labels = ",".join(f"{k}={v}" for k, v in sorted(selector.items()))
@@ -149,7 +175,7 @@ def main() -> None:
         argument_spec={
             "kubeconfig": {"type": "path"},
             "namespace": {"type": "str", "required": True},
-            "kind": {"type": "str", "required": True, "choices": sorted(READERS)},
+            "kind": {"type": "str", "required": True, "choices": [*sorted(READERS), "Rollout"]},
             "name": {"type": "str", "required": True},
             "timeout": {"type": "float", "default": 600},
             "grace": {"type": "float", "default": 60},
@@ -171,9 +197,17 @@ def main() -> None:
             workload = cluster.workload(p["kind"], p["namespace"], p["name"])
         except ApiException as error:
             module.fail_json(msg=f"{what}: cannot be read ({error.status} {error.reason})", seconds=waited)
-        done, summary = rollout_done(p["kind"], workload)
+        done, summary = canary_done(workload) if p["kind"] == "Rollout" else rollout_done(p["kind"], workload)
         if done:
+            if p["kind"] == "Rollout":
+                summary += last_analysis(cluster.analysis_runs(p["namespace"], p["name"]))
             module.exit_json(changed=False, msg=f"{what}: rolled out, {summary}", seconds=waited)
+        if p["kind"] == "Rollout" and (workload.get("status") or {}).get("abort"):
+            failed = [r for r in cluster.analysis_runs(p["namespace"], p["name"])
+                      if (r.get("status") or {}).get("phase") in ("Failed", "Error")]  # fmt: skip
+            cause = analysis_failure(failed[0]) if failed else (workload.get("status") or {}).get("message", "")
+            module.fail_json(msg=f"{what}: the canary was aborted and rolled back to the stable version: {cause}",
+                             seconds=waited, aborted=True)  # fmt: skip
         problems = problems_of(cluster, p["namespace"], workload)
         cause = watch.verdict(problems, time.monotonic())
         if cause:

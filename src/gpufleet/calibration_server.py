@@ -153,6 +153,7 @@ class EngineMetrics:
     finished: dict[str, int] = field(default_factory=lambda: {"length": 0, "abort": 0, "error": 0})
     ttft: Histogram = field(default_factory=lambda: Histogram(TTFT_BUCKETS))
     itl: Histogram = field(default_factory=lambda: Histogram(ITL_BUCKETS))
+    tpot: Histogram = field(default_factory=lambda: Histogram(ITL_BUCKETS))
     e2e: Histogram = field(default_factory=lambda: Histogram(REQUEST_BUCKETS))
     queue: Histogram = field(default_factory=lambda: Histogram(REQUEST_BUCKETS))
 
@@ -164,6 +165,7 @@ class EngineMetrics:
         self.ttft.observe(ttft_s)
         if tokens > 1:
             self.itl.observe((e2e_s - ttft_s) / (tokens - 1), tokens - 1)
+            self.tpot.observe((e2e_s - ttft_s) / (tokens - 1))  # once per request, as vLLM's TPOT
         self.e2e.observe(e2e_s)
         self.queue.observe(queued_s)
 
@@ -189,6 +191,7 @@ class EngineMetrics:
         for name, histogram in (
             ("time_to_first_token_seconds", self.ttft),
             ("inter_token_latency_seconds", self.itl),
+            ("request_time_per_output_token_seconds", self.tpot),
             ("e2e_request_latency_seconds", self.e2e),
             ("request_queue_time_seconds", self.queue),
         ):

@@ -282,3 +282,29 @@ def test_the_versions_file_lists_every_image_the_pinned_keda_chart_deploys(tmp_p
     keda = helm_template(f"keda-{pins['versions_keda_chart']}.tgz", values, "keda")
     assert images(keda) == set(pins["versions_keda_images"])
     assert {d["kind"] for d in keda} >= {"APIService", "ValidatingWebhookConfiguration", "CustomResourceDefinition"}
+
+
+def test_the_argo_rollouts_chart_deploys_the_pinned_controller_with_no_rights_on_a_mesh_unless_named(tmp_path):
+    """The argo_rollouts role's values on the released chart: the pinned controller's image alone (the
+    dashboard off), and rights on a traffic router's objects only for the providers the fleet names."""
+    pins = yaml.safe_load((REPO_ROOT / "roles/versions/defaults/main.yml").read_text())
+
+    def rendered(providers: list[str]) -> list[dict]:
+        names = ["istio", "smi", "ambassador", "awsLoadBalancerController", "awsAppMesh", "traefik", "apisix",
+                 "contour", "glooPlatform", "gatewayAPI"]  # fmt: skip
+        values = tmp_path / "argo-rollouts.yml"
+        values.write_text(yaml.safe_dump({
+            "controller": {"replicas": 2}, "dashboard": {"enabled": False},
+            "providerRBAC": {"enabled": bool(providers), "providers": {n: n in providers for n in names}},
+        }))  # fmt: skip
+        return helm_template(f"argo-rollouts-{pins['versions_argo_rollouts_chart']}.tgz", values, "argo-rollouts")
+
+    def api_groups(docs: list[dict]) -> set[str]:
+        role = only(docs, "ClusterRole", "argo-rollouts")
+        return {group for rule in role["rules"] for group in rule.get("apiGroups", [])}
+
+    plain = rendered([])
+    assert images(plain) == set(pins["versions_argo_rollouts_images"])
+    assert {"argoproj.io", "apps", ""} <= api_groups(plain)
+    assert "networking.istio.io" not in api_groups(plain) and "gateway.networking.k8s.io" not in api_groups(plain)
+    assert "networking.istio.io" in api_groups(rendered(["istio"]))

@@ -55,11 +55,12 @@ UPSTREAM_IMAGES = {
     "keda": ("ghcr.io/kedacore/keda", "/keda"),
     "keda-adapter": ("ghcr.io/kedacore/keda-metrics-apiserver", "/keda-adapter"),
     "keda-admission-webhooks": ("ghcr.io/kedacore/keda-admission-webhooks", "/keda-admission-webhooks"),
+    "argo-rollouts": ("quay.io/argoproj/argo-rollouts", "/bin/rollouts-controller"),
     "coredns": ("registry.k8s.io/coredns/coredns", "/coredns"),
 }
 UNPREFIXED_TAGS = ("ghcr.io/kedacore/",)
 # Upstream's images that run as a user of their own (their charts ask for runAsNonRoot): distroless's nonroot.
-NONROOT_IMAGES = ("ghcr.io/kedacore/",)
+NONROOT_IMAGES = ("ghcr.io/kedacore/", "quay.io/argoproj/")
 
 
 def nodes_of(cluster: str) -> list[RealNode]:
@@ -333,22 +334,25 @@ def wait_ready(core: Any, node: RealNode, deadline: float) -> None:
 
 # The lab's vLLM and Triton image: the CALIBRATION SERVER (no model, no GPU), started by the vllm role's
 # own command line (`vllm serve MODEL --served-model-name N --host H --port P --max-num-seqs S
-# --shutdown-timeout T ...`) or the triton role's (`tritonserver --model-repository=R
-# --exit-timeout-secs=T ...`: the first model of the repository, its first instance count as the
-# slots, the metrics port 8002 beside 8000); the rest is ignored. As NVIDIA's image does, the entrypoint
+# --shutdown-timeout T ...`; the stand-in's own --stand-in-ttft S and --stand-in-fail-every N, given
+# through vllm_extra_args, make a version slower or failing, as a canary drill needs) or the triton
+# role's (`tritonserver --model-repository=R --exit-timeout-secs=T ...`: the first model of the
+# repository, its first instance count as the slots, the metrics port 8002 beside 8000); the rest is
+# ignored. As NVIDIA's image does, the entrypoint
 # runs the command it is given; with flags alone it is the calibration server.
 CALIBRATION_CONTAINERFILE = """\
 FROM {base}
 COPY calibration_server.py /opt/gpufleet/calibration_server.py
 RUN printf '%s\\n' '#!/bin/sh' \\
   '[ "$1" = serve ] || {{ echo "the lab vllm stand-in only serves" >&2; exit 2; }}' \\
-  'shift; model=$1; shift; host=0.0.0.0; port=8000; seqs=0; drain=0' \\
+  'shift; model=$1; shift; host=0.0.0.0; port=8000; seqs=0; drain=0; ttft=0.1; fail=0' \\
   'while [ $# -gt 0 ]; do case $1 in' \\
   '  --served-model-name) model=$2; shift;; --host) host=$2; shift;; --port) port=$2; shift;;' \\
   '  --max-num-seqs) seqs=$2; shift;; --shutdown-timeout) drain=$2; shift;;' \\
+  '  --stand-in-ttft) ttft=$2; shift;; --stand-in-fail-every) fail=$2; shift;;' \\
   'esac; shift; done' \\
   'exec python3 /opt/gpufleet/calibration_server.py --host "$host" --port "$port" --model "$model" \\
-    --max-num-seqs "$seqs" --shutdown-timeout "$drain"' \\
+    --max-num-seqs "$seqs" --shutdown-timeout "$drain" --ttft "$ttft" --fail-every "$fail"' \\
   > /usr/local/bin/vllm && chmod 755 /usr/local/bin/vllm
 RUN printf '%s\\n' '#!/bin/sh' \\
   'repo=/models; drain=30' \\

@@ -1,0 +1,18 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Filters for a serving workload's canary under Argo Rollouts: what makes its steps, analysis or
+replicas unusable, its steps as Argo Rollouts takes them, and the AnalysisTemplate that judges it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ansible_collections.gpufleet.platform.plugins.module_utils import canary
+
+
+class FilterModule:
+    def filters(self) -> dict[str, Any]:
+        return {
+            "canary_problems": canary.problems,
+            "canary_steps": canary.rollout_steps,
+            "canary_analysis_template": canary.analysis_template,
+        }

@@ -1,0 +1,251 @@
+# SPDX-License-Identifier: Apache-2.0
+"""A serving workload's canary under Argo Rollouts: its steps (weights and pauses) and the analysis
+that judges the canary against the stable version, on the engine's own series, over the same window.
+
+Without a mesh the weight is a share of the replicas (Argo Rollouts' basic canary): the workload's
+Service spreads streams over both versions' pods, and the canary and stable Services select one
+version each. The analysis runs in the background from the first step: every interval it reads, from
+the Prometheus in the GPU cluster (the one KEDA reads), each limit's figure of the canary's pods and,
+for a limit relative to stable, the same figure of the stable pods over the same window. A limit
+failed more often than allowed aborts the Rollout, which Argo Rollouts then rolls back on its own.
+
+A limit is absolute (``250ms``, ``1.5s`` for a latency; ``1%`` for a ratio) or relative to stable
+(``120% of stable``). A limit left out comes from the capacity file, as the autoscaling thresholds do:
+a latency's is the bucket bound at or above the figure the bench measured at the recommended level (a
+P99 read from vLLM's buckets is no finer than they are), an error ratio's is the bench's own validity
+bound (a level with more errors is never recommended). A window without a request, or without the
+canary's pods scraped yet, reads NaN or nothing: that measurement passes (there is nothing to judge);
+the benchmark step is what puts the canary under load.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ansible_collections.gpufleet.platform.plugins.module_utils import autoscaling, capacity
+from ansible_collections.gpufleet.platform.plugins.module_utils.llm_bench.records import BenchConfig
+from ansible_collections.gpufleet.platform.plugins.module_utils.validate import duration_seconds
+
+# What each engine's analysis can judge: name -> (kind, series, quantile or the failed requests'
+# selector, the capacity file's figure a default limit comes from). vLLM 0.23's series as on the H200
+# (tests/fixtures/device/h200-vllm/metrics.txt); Triton's as its metrics documentation names them.
+METRICS: dict[str, dict[str, tuple[str, str, Any, str | None]]] = {
+    "vllm": {
+        "ttft_p99": ("histogram", "vllm:time_to_first_token_seconds", 0.99, "ttft_p99_s"),
+        "tpot_p50": ("histogram", "vllm:request_time_per_output_token_seconds", 0.5, "tpot_p99_s"),
+        # vLLM counts each finished request by reason; "error" is a request the engine failed.
+        "error_ratio": ("ratio", "vllm:request_success_total", 'finished_reason="error"', None),
+    },
+    "triton": {
+        # Triton's queue summary, in microseconds (the triton role exports it); a P99 per replica.
+        "queue_p99": ("summary_us", "nv_inference_queue_summary_us", 0.99, "queue_time_p99_s"),
+        "failure_ratio": ("failures", "nv_inference_request", None, None),
+    },
+}
+LIMIT = re.compile(r"^(?P<number>\d+(?:\.\d+)?)\s*(?P<unit>ms|s|%)(?P<relative>\s+of\s+stable)?$")
+# The canary's pods and the stable's, by the hash Argo Rollouts labels each version's pods with
+# (the analysis' arguments; the scaling Prometheus copies the label to each series).
+VERSIONS = {"canary": "{{args.canary-hash}}", "stable": "{{args.stable-hash}}"}
+
+
+def parse_limit(limit: Any) -> tuple[float, str, bool] | None:
+    """(number, unit, relative to stable) of a limit such as ``250ms``, ``1%``, ``120% of stable``."""
+    found = LIMIT.match(str(limit).strip()) if isinstance(limit, str) else None
+    if not found:
+        return None
+    return float(found["number"]), found["unit"], bool(found["relative"])
+
+
+def _is_latency(engine: str, metric: str) -> bool:
+    return METRICS[engine][metric][0] in ("histogram", "summary_us")
+
+
+def limit_problem(engine: str, metric: str, limit: Any) -> str | None:
+    """Why ``limit`` cannot bound ``metric``, or None."""
+    parsed = parse_limit(limit)
+    latency = "250ms or 1.5s" if _is_latency(engine, metric) else "1%"
+    if parsed is None:
+        return f"{limit!r} is not a limit with a unit: {latency} (absolute) or 120% of stable (relative)"
+    number, unit, relative = parsed
+    if relative and unit != "%":
+        return f"{limit!r}: a limit relative to stable is a percentage of it, such as 120% of stable"
+    if not relative and _is_latency(engine, metric) and unit == "%":
+        return f"{limit!r}: {metric} is a latency, its absolute limit is in ms or s"
+    if not relative and not _is_latency(engine, metric) and unit != "%":
+        return f"{limit!r}: {metric} is a ratio, its absolute limit is a percentage such as 1%"
+    if relative and number < 100:
+        return f"{limit!r}: below 100% of stable, an identical canary would fail"
+    if not number > 0 and not (unit == "%" and not relative):
+        return f"{limit!r}: a limit above 0"
+    return None
+
+
+def default_limit(engine: str, metric: str, doc: Any) -> str | None:
+    """The limit a metric gets without one of the user's (see the module's docstring), or None where the
+    capacity file measured nothing for it."""
+    _kind, series, _quantile, figure = METRICS[engine][metric]
+    if figure is None:
+        return f"{BenchConfig.max_error_rate:.0%}"
+    if capacity.problems(doc, "-"):
+        return None
+    measured = capacity.parsed(doc)["replica"].get(figure)
+    if isinstance(measured, bool) or not isinstance(measured, int | float) or not measured > 0:
+        return None
+    bounds = autoscaling.VLLM_BUCKETS.get(series, ())
+    bound = next((b for b in bounds if b >= measured), float(measured))
+    return f"{bound * 1000:.6g}ms"
+
+
+def problems(steps: Any, analysis: Any, interval: Any, replicas: Any, doc: Any, engine: str, role: str) -> list[str]:
+    """What makes a canary's steps, analysis or replicas unusable; each names the variable (``role``: the
+    variables' prefix), and for lists the item and field."""
+    found = []
+    v = f"{role}_canary"
+    try:
+        interval_s = duration_seconds(str(interval))
+    except ValueError:
+        return [f"{v}_analysis_interval: {interval!r} is not a duration such as 1m or 30s"]
+    if int(replicas) < 2:
+        found.append(f"{role}_replicas={replicas}: a canary needs at least 2 replicas (one canary beside one stable);"
+                     f" with one, set {role}_rollout: deployment")  # fmt: skip
+    if not isinstance(steps, list) or not steps:
+        found.append(f"{v}_steps: at least one step, each a weight (1 to 100) and a pause such as 5m")
+        steps = []
+    previous = 0
+    for index, step in enumerate(steps):
+        where = f"{v}_steps[{index}]"
+        if not isinstance(step, dict) or "weight" not in step:
+            found.append(f"{where}: a dict of weight and pause, not {step!r}")
+            continue
+        weight = step["weight"]
+        if isinstance(weight, bool) or not isinstance(weight, int) or not 0 < weight <= 100:
+            found.append(f"{where}.weight: {weight!r}, not a whole percentage from 1 to 100")
+            continue
+        if weight <= previous:
+            found.append(f"{where}.weight: {weight} after {previous}; the weights go up, step by step")
+        previous = max(previous, weight)
+        last = index == len(steps) - 1
+        if "pause" not in step:
+            if not last:
+                found.append(f"{where}.pause: none; every step but the last pauses for the analysis to judge it")
+            continue
+        try:
+            pause_s = duration_seconds(str(step["pause"]))
+        except ValueError:
+            found.append(f"{where}.pause: {step['pause']!r} is not a duration such as 5m")
+            continue
+        if pause_s < interval_s:
+            found.append(f"{where}.pause: {step['pause']} is shorter than {v}_analysis_interval={interval}; the"
+                         " analysis would not measure this step once")  # fmt: skip
+    if steps and previous != 100:
+        found.append(f"{v}_steps: the weights end at {previous}, not 100 (the last step sends all traffic to the"
+                     " canary)")  # fmt: skip
+    if not isinstance(analysis, list) or not analysis:
+        found.append(f"{v}_analysis: at least one limit, each a metric ({', '.join(METRICS[engine])}) and a limit")
+        return found
+    seen = set()
+    for index, item in enumerate(analysis):
+        where = f"{v}_analysis[{index}]"
+        if not isinstance(item, dict) or item.get("metric") not in METRICS[engine]:
+            metric = item.get("metric") if isinstance(item, dict) else item
+            found.append(f"{where}.metric: {metric!r} is not one the analysis judges for {engine}"
+                         f" (one of {', '.join(METRICS[engine])})")  # fmt: skip
+            continue
+        limit = item.get("limit")
+        if limit is None:
+            limit = default_limit(engine, item["metric"], doc)
+            if limit is None:
+                found.append(f"{where}.limit: none given, and {role}_capacity_file measured none for {item['metric']}")
+                continue
+        problem = limit_problem(engine, item["metric"], limit)
+        if problem:
+            found.append(f"{where}.limit: {problem}")
+            continue
+        key = (item["metric"], parse_limit(limit)[2])  # type: ignore[index]
+        if key in seen:
+            found.append(f"{where}: a second {'relative' if key[1] else 'absolute'} limit on {item['metric']}")
+        seen.add(key)
+    return found
+
+
+def rollout_steps(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Argo Rollouts' canary steps: each weight, then its pause."""
+    rendered: list[dict[str, Any]] = []
+    for step in steps:
+        rendered.append({"setWeight": int(step["weight"])})
+        if "pause" in step:
+            rendered.append({"pause": {"duration": str(step["pause"])}})
+    return rendered
+
+
+def query(engine: str, metric: str, version: str, namespace: str, workload: str, window: str) -> str:
+    """The PromQL of one metric over one version's pods (``version``: canary or stable) and ``window``."""
+    kind, series, detail, _figure = METRICS[engine][metric]
+    selector = f'namespace="{namespace}",workload="{workload}",rollouts_pod_template_hash="{VERSIONS[version]}"'
+    if kind == "histogram":
+        return f"histogram_quantile({detail}, sum by (le) (rate({series}_bucket{{{selector}}}[{window}])))"
+    if kind == "summary_us":
+        # Quantiles do not add up: the worst replica's, in seconds.
+        return f'max({series}{{{selector},quantile="{detail}"}}) / 1e6'
+    if kind == "ratio":
+        return f"sum(rate({series}{{{selector},{detail}}}[{window}])) / sum(rate({series}{{{selector}}}[{window}]))"
+    failed, succeeded = (
+        f"sum(rate({series}_failure{{{selector}}}[{window}]))",
+        f"sum(rate({series}_success{{{selector}}}[{window}]))",
+    )
+    return f"{failed} / ({failed} + {succeeded})"
+
+
+def analysis_metric(item: dict[str, Any], doc: Any, engine: str, namespace: str, workload: str, interval: str,
+                    failures: int, server_address: str) -> dict[str, Any]:  # fmt: skip
+    """One metric of the AnalysisTemplate: the canary's figure (or its ratio to stable's) against the limit."""
+    metric = item["metric"]
+    limit = item.get("limit") or default_limit(engine, metric, doc)
+    number, unit, relative = parse_limit(limit)  # type: ignore[misc]
+    canary = query(engine, metric, "canary", namespace, workload, interval)
+    if relative:
+        promql, bound, name = (
+            f"({canary}) / ({query(engine, metric, 'stable', namespace, workload, interval)})",
+            number / 100,
+            f"{metric}-vs-stable",
+        )
+    else:
+        promql, name = canary, metric
+        bound = number / 1000 if unit == "ms" else number / 100 if unit == "%" else number
+    return {
+        "name": name.replace("_", "-"),
+        "interval": interval,
+        # Measurements that may fail before the Rollout aborts (one slow window is not a verdict).
+        "failureLimit": int(failures),
+        # NaN (no request in the window) or nothing (no canary pod scraped yet) judges nothing: it passes.
+        "successCondition": f"all(result, {{isNaN(#) || # <= {bound:.6g}}})",
+        "provider": {"prometheus": {"address": server_address, "query": promql}},
+    }
+
+
+def analysis_template(
+    name: str,
+    namespace: str,
+    labels: dict[str, str],
+    analysis: list[dict[str, Any]],
+    doc: Any,
+    engine: str,
+    workload: str,
+    interval: str,
+    failures: int,
+    server_address: str,
+) -> dict[str, Any]:
+    """The AnalysisTemplate a workload's Rollout runs in the background of its canary steps."""
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "AnalysisTemplate",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": {
+            "args": [{"name": "canary-hash"}, {"name": "stable-hash"}],
+            "metrics": [
+                analysis_metric(item, doc, engine, namespace, workload, interval, failures, server_address)
+                for item in analysis
+            ],
+        },
+    }

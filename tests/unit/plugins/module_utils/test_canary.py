@@ -1,0 +1,148 @@
+"""A serving workload's canary: its steps as Argo Rollouts takes them, its analysis on series vLLM 0.23
+exports (as its /metrics on the H200 lists them), limits from the capacity file where none is given,
+and every unusable step, limit or replica count refused naming the variable, the item and the field."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from ansible_collections.gpufleet.platform.plugins.module_utils import canary, rollout
+
+REPO = Path(__file__).resolve().parents[4]
+REFERENCE = json.loads((REPO / "roles/vllm/files/reference-capacity.json").read_text())
+H200_METRICS = (REPO / "tests/fixtures/device/h200-vllm/metrics.txt").read_text()
+STEPS = [{"weight": 10, "pause": "5m"}, {"weight": 50, "pause": "10m"}, {"weight": 100}]
+DEFAULTS = [{"metric": "ttft_p99"}, {"metric": "tpot_p50"}, {"metric": "error_ratio"}]
+URL = "http://gpufleet-scaling-metrics.gpufleet-scaling.svc.cluster.local:9090"
+
+
+def problems(steps=STEPS, analysis=DEFAULTS, interval="1m", replicas=4, doc=REFERENCE):
+    return canary.problems(steps, analysis, interval, replicas, doc, "vllm", "vllm")
+
+
+def test_every_vllm_series_the_analysis_reads_is_one_vllm_023_exports_with_that_type():
+    exported = dict(re.findall(r"^# TYPE (vllm:\S+) (\w+)$", H200_METRICS, re.M))
+    for name, (kind, series, _detail, _figure) in canary.METRICS["vllm"].items():
+        assert exported.get(series) == ("counter" if kind == "ratio" else kind), name
+    assert 'vllm:request_success_total{engine="0",finished_reason="error"' in H200_METRICS
+
+
+def test_the_defaults_are_usable_and_their_limits_come_from_the_capacity_file():
+    assert problems() == []
+    # The H200's TTFT P99 at the recommended level (0.609 s) up to vLLM's next bucket bound; its TPOT
+    # P99 (8.3 ms) likewise; the error ratio the bench's own bound on a valid level.
+    assert canary.default_limit("vllm", "ttft_p99", REFERENCE) == "750ms"
+    assert canary.default_limit("vllm", "tpot_p50", REFERENCE) == "10ms"
+    assert canary.default_limit("vllm", "error_ratio", REFERENCE) == "1%"
+
+
+def test_the_steps_become_argo_rollouts_weights_and_pauses():
+    assert canary.rollout_steps(STEPS) == [
+        {"setWeight": 10}, {"pause": {"duration": "5m"}}, {"setWeight": 50}, {"pause": {"duration": "10m"}},
+        {"setWeight": 100},
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("steps", "expected"),
+    [
+        ([{"weight": 50, "pause": "5m"}, {"weight": 10, "pause": "5m"}, {"weight": 100}],
+         "vllm_canary_steps[1].weight: 10 after 50; the weights go up"),
+        ([{"weight": 10, "pause": "5m"}, {"weight": 50, "pause": "5m"}],
+         "vllm_canary_steps: the weights end at 50, not 100"),
+        ([{"weight": 10, "pause": "30s"}, {"weight": 100}],
+         "vllm_canary_steps[0].pause: 30s is shorter than vllm_canary_analysis_interval=1m"),
+        ([{"weight": 10}, {"weight": 100}], "vllm_canary_steps[0].pause: none; every step but the last pauses"),
+        ([{"weight": 0, "pause": "5m"}, {"weight": 100}], "vllm_canary_steps[0].weight: 0, not a whole percentage"),
+        ([{"weight": 10, "pause": "soon"}, {"weight": 100}], "vllm_canary_steps[0].pause: 'soon' is not a duration"),
+        ([], "vllm_canary_steps: at least one step"),
+    ],
+)  # fmt: skip
+def test_unusable_steps_are_named(steps, expected):
+    assert any(expected in p for p in problems(steps=steps)), problems(steps=steps)
+
+
+@pytest.mark.parametrize(
+    ("analysis", "expected"),
+    [
+        ([{"metric": "ttft_p99", "limit": "250"}], "vllm_canary_analysis[0].limit: '250' is not a limit with a unit"),
+        ([{"metric": "ttft_p99", "limit": "1%"}], "vllm_canary_analysis[0].limit: '1%': ttft_p99 is a latency"),
+        ([{"metric": "error_ratio", "limit": "2s"}], "vllm_canary_analysis[0].limit: '2s': error_ratio is a ratio"),
+        ([{"metric": "ttft_p99", "limit": "90% of stable"}], "below 100% of stable, an identical canary would fail"),
+        ([{"metric": "ttft_p99", "limit": "1.2s of stable"}], "a limit relative to stable is a percentage of it"),
+        ([{"metric": "gpu_util"}], "vllm_canary_analysis[0].metric: 'gpu_util' is not one the analysis judges"),
+        ([{"metric": "ttft_p99", "limit": "1s"}, {"metric": "ttft_p99", "limit": "2s"}],
+         "vllm_canary_analysis[1]: a second absolute limit on ttft_p99"),
+        ([], "vllm_canary_analysis: at least one limit"),
+    ],
+)  # fmt: skip
+def test_unusable_limits_are_named(analysis, expected):
+    assert any(expected in p for p in problems(analysis=analysis)), problems(analysis=analysis)
+
+
+def test_a_limit_the_capacity_file_cannot_give_is_named_and_one_of_each_kind_per_metric_is_fine():
+    found = problems(doc="")
+    assert "vllm_canary_analysis[0].limit: none given, and vllm_capacity_file measured none for ttft_p99" in found
+    assert not any("error_ratio" in p for p in found)  # its default is the bench's bound, not a measurement
+    both = [{"metric": "ttft_p99", "limit": "250ms"}, {"metric": "ttft_p99", "limit": "120% of stable"}]
+    assert problems(analysis=both) == []
+
+
+def test_a_canary_on_one_replica_and_an_interval_that_is_no_duration_are_named():
+    assert any(p.startswith("vllm_replicas=1: a canary needs at least 2 replicas") for p in problems(replicas=1))
+    assert problems(interval="often") == ["vllm_canary_analysis_interval: 'often' is not a duration such as 1m or 30s"]
+
+
+def test_the_analysis_compares_the_canarys_pods_with_the_stables_over_the_same_window():
+    analysis = [
+        {"metric": "ttft_p99", "limit": "120% of stable"},
+        {"metric": "ttft_p99", "limit": "250ms"},
+        {"metric": "error_ratio", "limit": "5%"},
+    ]
+    template = canary.analysis_template("vllm-canary", "inference", {}, analysis, REFERENCE, "vllm", "vllm", "30s", 1,
+                                        URL)  # fmt: skip
+    assert template["kind"] == "AnalysisTemplate" and template["apiVersion"] == "argoproj.io/v1alpha1"
+    assert [a["name"] for a in template["spec"]["args"]] == ["canary-hash", "stable-hash"]
+    relative, absolute, errors = template["spec"]["metrics"]
+    assert relative["name"] == "ttft-p99-vs-stable" and relative["successCondition"].endswith("# <= 1.2})")
+    canary_part, stable_part = relative["provider"]["prometheus"]["query"].split(" / ")
+    assert 'rollouts_pod_template_hash="{{args.canary-hash}}"' in canary_part and "[30s]" in canary_part
+    assert stable_part == canary_part.replace("canary-hash", "stable-hash")
+    assert absolute["name"] == "ttft-p99" and absolute["successCondition"] == "all(result, {isNaN(#) || # <= 0.25})"
+    assert 'finished_reason="error"' in errors["provider"]["prometheus"]["query"]
+    assert errors["successCondition"].endswith("# <= 0.05})") and errors["failureLimit"] == 1
+    assert all(
+        m["provider"]["prometheus"]["address"] == URL and m["interval"] == "30s" for m in template["spec"]["metrics"]
+    )
+
+
+def test_an_aborted_analysis_is_named_with_its_measured_value_and_limit():
+    run = {
+        "metadata": {"name": "vllm-6f7d-2"},
+        "spec": {"metrics": [{"name": "ttft-p99-vs-stable", "successCondition": "all(result, {isNaN(#) || # <= 1.2})"},
+                             {"name": "error-ratio", "successCondition": "all(result, {isNaN(#) || # <= 0.01})"}]},
+        "status": {"phase": "Failed", "metricResults": [
+            {"name": "ttft-p99-vs-stable", "phase": "Failed", "count": 3, "failed": 2,
+             "measurements": [{"value": "[1.1]"}, {"value": "[2.0]"}]},
+            {"name": "error-ratio", "phase": "Running", "count": 3, "failed": 0, "measurements": [{"value": "[0]"}]},
+        ]},
+    }  # fmt: skip
+    assert rollout.analysis_failure(run) == (
+        "analysis vllm-6f7d-2: ttft-p99-vs-stable measured [2.0] (limit 1.2; 2 of 3 measurements failed)"
+    )
+
+
+def test_a_rollout_is_done_once_its_new_version_is_stable_and_healthy():
+    rollout_obj = {
+        "metadata": {"generation": 3},
+        "spec": {"replicas": 4, "strategy": {"canary": {"steps": [{"setWeight": 50}, {"pause": {}}]}}},
+        "status": {"observedGeneration": "3", "phase": "Paused", "stableRS": "a", "currentPodHash": "b",
+                   "currentStepIndex": 1, "availableReplicas": 4, "updatedReplicas": 2},
+    }  # fmt: skip
+    assert rollout.canary_done(rollout_obj) == (
+        False,
+        "Paused, step 1/2, 4/4 replicas available (2 of the new version)",
+    )
+    rollout_obj["status"].update(phase="Healthy", stableRS="b", currentStepIndex=2, updatedReplicas=4)
+    assert rollout.canary_done(rollout_obj) == (True, "Healthy, 4/4 replicas available (4 of the new version)")
