@@ -217,11 +217,13 @@ def test_verify_prints_a_pass_fail_table(converged, tmp_path):
     for name in ("GPU driver and devices (driver new enough for DCGM 3.5)", "GPU health gate"):
         gpu = rows[(GPU_NODE, name)]
         assert gpu["status"] == "skipped" and gpu["detail"].startswith("skipped: "), gpu
-    # The lab's vLLM does not autoscale, and it runs no Triton: those rows are skipped too.
+    # The lab's vLLM does not autoscale nor roll out as a canary, and it runs no Triton: those rows are
+    # skipped too.
     for engine in ("vLLM", "Triton"):
         autoscaling = rows[("localhost", f"{engine} autoscaling (ScaledObject, HPA, each trigger's metric)")]
         assert autoscaling["status"] == "skipped", autoscaling
-    assert re.search(r"verify: \d+ passed, [1-9]\d* failed, 4 skipped", proc.stderr), proc.stderr
+    assert rows[("localhost", "vLLM canary (Rollout phase, last analysis)")]["status"] == "skipped"
+    assert re.search(r"verify: \d+ passed, [1-9]\d* failed, 5 skipped", proc.stderr), proc.stderr
     failed_row = r"FAILED\s+localhost\s+inference endpoint nothing-listens: [\w-]+ +http://127.0.0.1:9"
     assert re.search(failed_row, proc.stderr), proc.stderr
 
