@@ -86,12 +86,15 @@ def autoscaling_status() -> tuple[bool, str]:
 
 
 @pytest.fixture(scope="module", autouse=True)
-def keda_removed_after():
-    """KEDA and the scaling Prometheus out of the GPU cluster once this module ends (the vllm role
-    installs them and, as a user would want, leaves them when autoscaling is turned off): KEDA's
-    cluster-wide parts (its CRDs, the external metrics APIService) admit one KEDA per cluster, and the
-    keda role's molecule scenario installs its own after this suite (the CI of stop 44 failed there)."""
+def lab_restored_after():
+    """The lab's own deployment back once this module ends, then KEDA and the scaling Prometheus out of
+    the GPU cluster (the vllm role installs them and, as a user would want, leaves them when autoscaling
+    is turned off): KEDA's cluster-wide parts (its CRDs, the external metrics APIService) admit one KEDA
+    per cluster, and the keda role's molecule scenario installs its own after this suite (the CI of stop
+    44 failed there). The tests in between converge the state each needs from whatever the one before
+    left (a converge costs 30 to 60 s of CI; restoring after each test doubled them)."""
     yield
+    back = gpu_workloads()
     helm = str(next((lab.REPO_ROOT / ".cache/k8s").glob("*/bin/helm")))
     release = {"release_name": "keda", "release_namespace": "keda", "binary_path": helm, "wait": True}
     removed = [
@@ -100,6 +103,7 @@ def keda_removed_after():
                          "state": "absent", "wait": True, "wait_timeout": 180}, timeout=300)
           for name in ("keda", "gpufleet-scaling")),
     ]  # fmt: skip
+    assert back.ok, back.failures
     assert all(ok for ok, _ in removed), [answer for ok, answer in removed if not ok]
 
 
@@ -145,11 +149,7 @@ def measure_capacity(out: Path, attempts: int = 3) -> Path:
 
 @pytest.fixture(scope="module")
 def capacity_file(converged, tmp_path_factory) -> Path:
-    try:
-        return measure_capacity(tmp_path_factory.mktemp("bench"))
-    except BaseException:
-        assert gpu_workloads().ok  # the lab's own deployment back for the suites after this one
-        raise
+    return measure_capacity(tmp_path_factory.mktemp("bench"))
 
 
 class Replicas(threading.Thread):
@@ -233,18 +233,14 @@ def test_a_load_step_is_met_by_new_replicas_only_with_autoscaling(capacity_file,
         "vllm_capacity_file": str(capacity_file), "vllm_autoscaling_triggers": TRIGGERS,
         "vllm_autoscaling_polling_seconds": POLL_S,
     }  # fmt: skip
-    try:
-        ready = gpu_workloads(**SERVING, **scaling)
-        assert ready.ok, ready.failures
-        step_s = STEP_S if autoscaling else STEP_UNSCALED_S
-        result = load_step(users_config(endpoint), kube, "vllm", (BASE_USERS, STEP_USERS), SLO_S, TOKENS, step_s)
-        if autoscaling:
-            passed, answer = autoscaling_status()
-            print(f"autoscaling_status: {answer.strip()}")
-            assert passed and "vllm-num-requests-running" in answer, answer
-    finally:
-        back = gpu_workloads()  # the lab's own deployment back (autoscaling off removes the ScaledObject)
-    assert back.ok, back.failures
+    ready = gpu_workloads(**SERVING, **scaling)
+    assert ready.ok, ready.failures
+    step_s = STEP_S if autoscaling else STEP_UNSCALED_S
+    result = load_step(users_config(endpoint), kube, "vllm", (BASE_USERS, STEP_USERS), SLO_S, TOKENS, step_s)
+    if autoscaling:
+        passed, answer = autoscaling_status()
+        print(f"autoscaling_status: {answer.strip()}")
+        assert passed and "vllm-num-requests-running" in answer, answer
     print(f"load step, autoscaling {'on' if autoscaling else 'off'}: {result}")
     assert result["requests"] >= (500 if autoscaling else 300), result  # one replica serves fewer
     if autoscaling:
@@ -261,23 +257,16 @@ def test_a_load_step_is_met_by_new_replicas_only_with_autoscaling(capacity_file,
 def test_verify_names_the_trigger_whose_query_returns_nothing(capacity_file):
     """A trigger on DCGM's GPU utilisation where no DCGM series names vLLM's pods (the lab's exporter
     is the fixture's, which knows no pods): KEDA's metric fails, the HPA says so, and the check names
-    the trigger and its query. Without that trigger, the same check passes: it can fail, and does here."""
+    the trigger and its query. Without that trigger the same check passes (the load step's with
+    autoscaling on asserts it): it can fail, and does here."""
     broken = [*TRIGGERS, {"metric": "DCGM_FI_DEV_GPU_UTIL", "threshold": 65}]
     scaling = {"vllm_autoscaling": True, "vllm_autoscaling_max_replicas": 2, "vllm_capacity_file": str(capacity_file)}
-    try:
-        ready = gpu_workloads(**SERVING, **scaling, vllm_autoscaling_triggers=broken)
-        assert ready.ok, ready.failures
-        passed, answer = autoscaling_status()
-        print(f"autoscaling_status with a trigger on a missing series: {answer.strip()}")
-        assert not passed, answer
-        assert "trigger dcgm-fi-dev-gpu-util" in answer and "its query returned nothing" in answer, answer
-        fixed = gpu_workloads(**SERVING, **scaling, vllm_autoscaling_triggers=TRIGGERS)
-        assert fixed.ok, fixed.failures
-        passed, answer = autoscaling_status()
-        assert passed, answer
-    finally:
-        back = gpu_workloads()
-    assert back.ok, back.failures
+    ready = gpu_workloads(**SERVING, **scaling, vllm_autoscaling_triggers=broken)
+    assert ready.ok, ready.failures
+    passed, answer = autoscaling_status()
+    print(f"autoscaling_status with a trigger on a missing series: {answer.strip()}")
+    assert not passed, answer
+    assert "trigger dcgm-fi-dev-gpu-util" in answer and "its query returned nothing" in answer, answer
 
 
 def soak_rate(capacity_file: Path, profile: str) -> Callable[[float], float]:
@@ -298,8 +287,7 @@ def soak(endpoint: tuple[str, str], kube: client.ApiClient, capacity_file: Path,
          duration_s: float) -> dict:  # fmt: skip
     """vLLM autoscaled (SOAK_MIN..SOAK_MAX, running requests, the given cooldown) under ``profile``'s
     load for ``duration_s``: how often the HPA's desired replicas changed once the load began, the
-    streams truncated (a scale-down drains them) and the share within the SLO. The caller puts the
-    lab's own deployment back (gpu_workloads())."""
+    streams truncated (a scale-down drains them) and the share within the SLO."""
     scaling = {
         "vllm_autoscaling": True, "vllm_capacity_file": str(capacity_file),
         "vllm_autoscaling_min_replicas": SOAK_MIN, "vllm_autoscaling_max_replicas": SOAK_MAX,
@@ -336,12 +324,8 @@ def test_a_swinging_load_flaps_the_replicas_only_without_the_cooldown(capacity_f
     and stay; with 15 s (the protection off, converged second so the lull's scale-down can bring the
     replicas back to the minimum first) they follow the load down, so the drill can fail. No stream is
     truncated either way: a scale-down drains its replica (the role's graceful shutdown)."""
-    try:
-        held = soak(endpoint, kube, capacity_file, "swing", 300, SWING_HIGH_S + SWING_LOW_S)
-        followed = soak(endpoint, kube, capacity_file, "swing", POLL_S, SWING_HIGH_S + SWING_LOW_S)
-    finally:
-        back = gpu_workloads()
-    assert back.ok, back.failures
+    held = soak(endpoint, kube, capacity_file, "swing", 300, SWING_HIGH_S + SWING_LOW_S)
+    followed = soak(endpoint, kube, capacity_file, "swing", POLL_S, SWING_HIGH_S + SWING_LOW_S)
     print(f"a burst and a lull, the role's cooldown: {held}")
     print(f"a burst and a lull, a 15 s cooldown: {followed}")
     for result in (held, followed):
@@ -425,20 +409,14 @@ def test_tritons_load_step_is_met_by_new_replicas_only_with_autoscaling(triton, 
         "triton_capacity_file": str(capacity_file), "triton_autoscaling_polling_seconds": POLL_S,
     }  # fmt: skip
     cfg = BenchConfig(base_url=url, model="embed", api="kserve_v2", kserve_inputs=TRITON_INPUTS, request_timeout_s=30)
-    try:
-        ready = gpu_workloads(**TRITON, **scaling)
-        assert ready.ok, ready.failures
-        result = load_step(
-            cfg, kube, "triton", TRITON_USERS, TRITON_SLO_S, 1, STEP_S if autoscaling else STEP_UNSCALED_S
-        )
-        if autoscaling:
-            args = {"kubeconfig": GPU_KUBECONFIG, "namespace": "inference", "name": "triton", "timeout": 45}
-            passed, answer = ansible_module("gpufleet.platform.autoscaling_status", args)
-            print(f"autoscaling_status: {answer.strip()}")
-            assert passed and "nv-inference-queue-summary-us" in answer, answer
-    finally:
-        back = gpu_workloads(**TRITON)  # one replica again (autoscaling off removes the ScaledObject)
-    assert back.ok, back.failures
+    ready = gpu_workloads(**TRITON, **scaling)
+    assert ready.ok, ready.failures
+    result = load_step(cfg, kube, "triton", TRITON_USERS, TRITON_SLO_S, 1, STEP_S if autoscaling else STEP_UNSCALED_S)
+    if autoscaling:
+        args = {"kubeconfig": GPU_KUBECONFIG, "namespace": "inference", "name": "triton", "timeout": 45}
+        passed, answer = ansible_module("gpufleet.platform.autoscaling_status", args)
+        print(f"autoscaling_status: {answer.strip()}")
+        assert passed and "nv-inference-queue-summary-us" in answer, answer
     print(f"Triton's load step, autoscaling {'on' if autoscaling else 'off'}: {result}")
     assert result["requests"] >= 1000, result
     if autoscaling:

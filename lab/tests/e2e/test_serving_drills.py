@@ -27,6 +27,14 @@ from gpufleet import runner
 USERS, TOKENS, DURATION_S, DISRUPT_AT_S = 64, 50, 40.0, 8.0
 
 
+@pytest.fixture(scope="module", autouse=True)
+def lab_restored_after():
+    """The lab's own deployment back once the drills end (each converges the one it needs first)."""
+    yield
+    back = gpu_workloads()
+    assert back.ok, back.failures
+
+
 @pytest.fixture(scope="module")
 def apps() -> client.AppsV1Api:
     return client.AppsV1Api(config.new_client_from_config(str(lab.lab_dir() / "k8s/gpu/admin.kubeconfig")))
@@ -92,16 +100,12 @@ def drill(endpoint, apps, discovery, disruption) -> dict:
 def test_a_replica_taken_away_cuts_streams_only_without_graceful_shutdown(
     converged, endpoint, apps, discovery, graceful
 ):
-    try:
-        two = gpu_workloads(vllm_replicas=2, vllm_graceful_shutdown=graceful)
-        assert two.ok, two.failures
-        scaled = drill(endpoint, apps, discovery, scale_down)
-        two = gpu_workloads(vllm_replicas=2, vllm_graceful_shutdown=graceful)
-        assert two.ok, two.failures
-        rolled = drill(endpoint, apps, discovery, rolling_update)
-    finally:
-        again = gpu_workloads()  # the lab's own deployment back, for the tests after these
-    assert again.ok, again.failures
+    two = gpu_workloads(vllm_replicas=2, vllm_graceful_shutdown=graceful)
+    assert two.ok, two.failures
+    scaled = drill(endpoint, apps, discovery, scale_down)
+    two = gpu_workloads(vllm_replicas=2, vllm_graceful_shutdown=graceful)
+    assert two.ok, two.failures
+    rolled = drill(endpoint, apps, discovery, rolling_update)
     for result in (scaled, rolled):
         assert result["requests"] >= 1000, result
         if graceful:
