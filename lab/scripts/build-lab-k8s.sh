@@ -10,6 +10,7 @@
 #   Prometheus, the Prometheus Operator and its config-reloader, at the versions kube-prometheus-stack
 #   79.0.1 deploys
 #   kwok (simulated nodes) and its stages, helm, and KServe's InferenceService CRD.
+#   The route CRDs of Istio, the Gateway API and Argo Rollouts, for the canary routes' checks.
 #   CoreDNS, the clusters' DNS (KEDA's metrics server finds its operator by its Service's name).
 #
 #   build-lab-k8s.sh controllers: the controllers the serving roles drive, each at the version of its
@@ -29,6 +30,10 @@ K8S_VERSION=${K8S_VERSION:-1.36.3}
 KWOK_VERSION=v0.8.0
 HELM_VERSION=v3.19.5
 KSERVE_VERSION=v0.15.2
+# The meshes' route CRDs the vllm role's canary renders for (checked against, never run: no mesh here):
+# Istio's API and the Gateway API (its standard channel; v1.7 needs a newer Go than this machine's).
+ISTIO_API_VERSION=v1.32.0
+GATEWAY_API_VERSION=v1.6.3
 CONTAINERD_VERSION=v2.3.7
 NODE_EXPORTER_VERSION=v1.10.2           # kube-prometheus-stack 79.0.1
 NODE_EXPORTER_PREVIOUS_VERSION=v1.9.1   # 77.14.0, for the chart upgrade test: its own module graph
@@ -143,6 +148,22 @@ if [ ! -f "$kserve_crd" ]; then
   step "KServe $KSERVE_VERSION InferenceService CRD"
   kserve=$(module_dir "github.com/kserve/kserve@$KSERVE_VERSION")
   install -m 0644 "$kserve/config/crd/full/serving.kserve.io_inferenceservices.yaml" "$kserve_crd"
+fi
+# The CRDs a canary through a mesh is checked against (lab/tests/k8s/test_canary_routes.py installs
+# them for its tests): Istio's VirtualService, the Gateway API's HTTPRoute, Argo Rollouts' own.
+routes=$out/crds/routes
+if [ ! -f "$routes/.complete-$ISTIO_API_VERSION-$GATEWAY_API_VERSION-$ARGO_ROLLOUTS_VERSION" ]; then
+  step "the canary routes' CRDs: Istio $ISTIO_API_VERSION, Gateway API $GATEWAY_API_VERSION, Argo Rollouts $ARGO_ROLLOUTS_VERSION"
+  rm -rf "$routes" && mkdir -p "$routes"
+  install -m 0644 "$(module_dir "istio.io/api@$ISTIO_API_VERSION")/kubernetes/customresourcedefinitions.gen.yaml" \
+    "$routes/istio.yaml"
+  install -m 0644 \
+    "$(module_dir "sigs.k8s.io/gateway-api@$GATEWAY_API_VERSION")/config/crd/standard/gateway.networking.k8s.io_httproutes.yaml" \
+    "$routes/gateway-api-httproutes.yaml"
+  argo=$(module_dir "github.com/argoproj/argo-rollouts@$ARGO_ROLLOUTS_VERSION")
+  install -m 0644 "$argo/manifests/crds/rollout-crd.yaml" "$routes/argo-rollouts-rollouts.yaml"
+  install -m 0644 "$argo/manifests/crds/analysis-template-crd.yaml" "$routes/argo-rollouts-analysistemplates.yaml"
+  touch "$routes/.complete-$ISTIO_API_VERSION-$GATEWAY_API_VERSION-$ARGO_ROLLOUTS_VERSION"
 fi
 # kwok's stages: since v0.8 kwok has none built in, so the lab gives it those v0.7 used by default,
 # from its module: nodes become Ready and send status heartbeats (kwok keeps their leases), pods

@@ -199,6 +199,22 @@ def k8s_name(value: object) -> bool:
     return isinstance(value, str) and bool(_DNS_SUBDOMAIN.match(value))
 
 
+def namespaced_name(value: object) -> bool:
+    """namespace/name of one object, as kubectl and the Gateway API's references write it."""
+    if not isinstance(value, str) or value.count("/") != 1:
+        return False
+    namespace, name = value.split("/")
+    return dns_label(namespace) and k8s_name(name)
+
+
+def route_hostname(value: object) -> bool:
+    """A host name a route matches: a DNS name, optionally with a leading wildcard label (*.example.com),
+    never an IP address (the Gateway API and Istio both refuse those)."""
+    if not isinstance(value, str) or ip_address(value):
+        return False
+    return k8s_name(value[2:] if value.startswith("*.") else value)
+
+
 def helm_release(value: object) -> bool:
     """A helm release name: a DNS label of at most 53 characters."""
     return dns_label(value) and len(str(value)) <= 53
@@ -384,6 +400,8 @@ KINDS: dict[str, tuple[Callable[[object], bool], str]] = {
     "k8s_name": (k8s_name, "a Kubernetes object name (lower-case RFC 1123 subdomain)"),
     "dns_label": (dns_label, "a lower-case RFC 1123 label (a Service or Deployment name), at most 63 characters"),
     "k8s_namespace": (dns_label, "a Kubernetes namespace: a DNS label (lower case, RFC 1123, at most 63 characters)"),
+    "namespaced_name": (namespaced_name, "namespace/name of an object, such as istio-system/public"),
+    "route_hostname": (route_hostname, "a lower-case DNS name, optionally *.-prefixed, not an IP address"),
     "helm_release": (helm_release, "a helm release name (lower-case RFC 1123 label, at most 53 characters)"),
     "labels": (labels, "Kubernetes labels: keys [prefix/]name, values of at most 63 characters"),
     "kubelet_labels": (labels, "Kubernetes labels: keys [prefix/]name, values of at most 63 characters"),

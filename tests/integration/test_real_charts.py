@@ -289,12 +289,12 @@ def test_the_argo_rollouts_chart_deploys_the_pinned_controller_with_no_rights_on
     dashboard off), and rights on a traffic router's objects only for the providers the fleet names."""
     pins = yaml.safe_load((REPO_ROOT / "roles/versions/defaults/main.yml").read_text())
 
-    def rendered(providers: list[str]) -> list[dict]:
+    def rendered(providers: list[str], plugins: list[dict] | None = None) -> list[dict]:
         names = ["istio", "smi", "ambassador", "awsLoadBalancerController", "awsAppMesh", "traefik", "apisix",
                  "contour", "glooPlatform", "gatewayAPI"]  # fmt: skip
         values = tmp_path / "argo-rollouts.yml"
         values.write_text(yaml.safe_dump({
-            "controller": {"replicas": 2}, "dashboard": {"enabled": False},
+            "controller": {"replicas": 2, "trafficRouterPlugins": plugins or []}, "dashboard": {"enabled": False},
             "providerRBAC": {"enabled": bool(providers), "providers": {n: n in providers for n in names}},
         }))  # fmt: skip
         return helm_template(f"argo-rollouts-{pins['versions_argo_rollouts_chart']}.tgz", values, "argo-rollouts")
@@ -308,3 +308,11 @@ def test_the_argo_rollouts_chart_deploys_the_pinned_controller_with_no_rights_on
     assert {"argoproj.io", "apps", ""} <= api_groups(plain)
     assert "networking.istio.io" not in api_groups(plain) and "gateway.networking.k8s.io" not in api_groups(plain)
     assert "networking.istio.io" in api_groups(rendered(["istio"]))
+    # The Gateway API through Argo Rollouts' plugin: its rights, and the plugin with its checksum in the
+    # controller's configuration (argo_rollouts_traffic_router_plugins), which the controller checks.
+    plugin = {"name": "argoproj-labs/gatewayAPI", "location": "file:///plugins/gatewayapi", "sha256": "a" * 64}
+    gateway = rendered(["gatewayAPI"], [plugin])
+    assert "gateway.networking.k8s.io" in api_groups(gateway) and "networking.istio.io" not in api_groups(gateway)
+    config = only(gateway, "ConfigMap", "argo-rollouts-config")
+    assert yaml.safe_load(config["data"]["trafficRouterPlugins"]) == [plugin]
+    assert "trafficRouterPlugins" not in (only(plain, "ConfigMap", "argo-rollouts-config").get("data") or {})

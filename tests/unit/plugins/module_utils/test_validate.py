@@ -34,6 +34,10 @@ def test_formats():
     assert validate.k8s_quantity("4Gi") and validate.k8s_quantity("500m") and not validate.k8s_quantity("4GB")
     assert validate.byte_size("50GB") and not validate.byte_size("50Gi")
     assert validate.dns_label("gpu-monitoring") and not validate.dns_label("GPU_Monitoring")
+    assert validate.namespaced_name("istio-system/public") and not validate.namespaced_name("public")
+    assert not validate.namespaced_name("a/b/c") and not validate.namespaced_name("Istio/public")
+    assert validate.route_hostname("llm.example.com") and validate.route_hostname("*.example.com")
+    assert not validate.route_hostname("10.0.0.1") and not validate.route_hostname("LLM.example.com")
 
 
 @pytest.mark.parametrize(
