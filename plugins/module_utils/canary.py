@@ -179,6 +179,24 @@ def rollout_steps(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rendered
 
 
+def route_weights(live: Any, kind: str, stable: str, canary: str) -> dict[str, int]:
+    """The weights Argo Rollouts last set on a canary's route through a mesh (the live VirtualService's
+    ``primary`` route, or the HTTPRoute's backends), so that applying the route again keeps them mid-canary
+    (the role applies server-side and takes its fields back); all to ``stable`` for a route not there yet,
+    or one that names other Services."""
+    weights = {stable: 100, canary: 0}
+    spec = (live.get("spec") or {}) if isinstance(live, dict) else {}
+    if kind == "VirtualService":
+        found = [(d.get("destination", {}).get("host"), d.get("weight")) for route in spec.get("http") or []
+                 if route.get("name") == "primary" for d in route.get("route") or []]  # fmt: skip
+    else:
+        found = [
+            (b.get("name"), b.get("weight")) for rule in spec.get("rules") or [] for b in rule.get("backendRefs") or []
+        ]
+    live_weights = {name: weight for name, weight in found if name in weights and isinstance(weight, int)}
+    return live_weights if set(live_weights) == set(weights) else weights
+
+
 def query(engine: str, metric: str, version: str, namespace: str, workload: str, window: str) -> str:
     """The PromQL of one metric over one version's pods (``version``: canary or stable) and ``window``."""
     kind, series, detail, _figure = METRICS[engine][metric]

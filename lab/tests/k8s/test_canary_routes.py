@@ -11,6 +11,7 @@ test_rollouts.py). docs/operations.md says so."""
 from __future__ import annotations
 
 import copy
+import json
 import os
 import subprocess
 import sys
@@ -61,12 +62,15 @@ def crds(gpu_api: client.ApiClient):
         extensions.delete_custom_resource_definition(name)
 
 
-def rendered(traffic: str, namespace: str, tmp_path: Path) -> dict[str, dict]:
-    """The role's manifests for a canary through ``traffic``, by kind."""
+def rendered(traffic: str, namespace: str, tmp_path: Path, live: dict | None = None) -> dict[str, dict]:
+    """The role's manifests for a canary through ``traffic``, by kind; with ``live``, the route the
+    deploy read before applying (its register, __vllm_routes: the VirtualService's, then the HTTPRoute's)."""
     out = tmp_path / f"{traffic}.yaml"
     cmd = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,", str(PLAYBOOK),
            "-e", f"out={out}", "-e", f"route_traffic={traffic}", "-e", f"route_namespace={namespace}",
            "-e", f"ansible_python_interpreter={sys.executable}"]  # fmt: skip
+    if live is not None:
+        cmd += ["-e", json.dumps({"__vllm_routes": live})]
     env = {**os.environ, "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"), "ANSIBLE_FORCE_COLOR": "0"}
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO_ROOT, check=False, timeout=120)
     assert proc.returncode == 0, proc.stdout[-3000:]
@@ -133,3 +137,18 @@ def test_the_check_can_fail_a_route_outside_the_schema_is_refused(crds, gpu_api,
             "gateway.networking.k8s.io", "v1", namespace, "httproutes", "vllm"
         )
     assert missing.value.status == 404
+
+
+def test_applying_the_route_again_keeps_the_weights_argo_rollouts_set(crds, gpu_api, namespace, tmp_path):
+    """Mid-canary, Argo Rollouts has moved the weights; the role applies server-side and takes its fields
+    back, so it renders the weights it read from the live route (a new route: all to stable)."""
+    service = rendered("istio", namespace, tmp_path)["VirtualService"]
+    service["spec"]["http"][0]["route"][0]["weight"], service["spec"]["http"][0]["route"][1]["weight"] = 70, 30
+    again = rendered("istio", namespace, tmp_path, live={"results": [{"resources": [service]}, {}]})
+    assert [d["weight"] for d in again["VirtualService"]["spec"]["http"][0]["route"]] == [70, 30]
+    route = rendered("gateway_api", namespace, tmp_path)["HTTPRoute"]
+    for backend in route["spec"]["rules"][0]["backendRefs"]:
+        backend["weight"] = 50
+    again = rendered("gateway_api", namespace, tmp_path, live={"results": [{}, {"resources": [route]}]})
+    assert [b["weight"] for b in again["HTTPRoute"]["spec"]["rules"][0]["backendRefs"]] == [50, 50]
+    assert admitted([again["HTTPRoute"]], gpu_api) == []

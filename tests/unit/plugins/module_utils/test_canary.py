@@ -146,3 +146,21 @@ def test_a_rollout_is_done_once_its_new_version_is_stable_and_healthy():
     )
     rollout_obj["status"].update(phase="Healthy", stableRS="b", currentStepIndex=2, updatedReplicas=4)
     assert rollout.canary_done(rollout_obj) == (True, "Healthy, 4/4 replicas available (4 of the new version)")
+
+
+def test_a_routes_weights_are_those_argo_rollouts_set_or_all_to_stable_for_a_new_one():
+    service = {"kind": "VirtualService", "spec": {"http": [{"name": "primary", "route": [
+        {"destination": {"host": "vllm-stable"}, "weight": 60}, {"destination": {"host": "vllm-canary"}, "weight": 40},
+    ]}]}}  # fmt: skip
+    route = {"spec": {"rules": [{"backendRefs": [{"name": "vllm-stable", "weight": 90},
+                                                 {"name": "vllm-canary", "weight": 10}]}]}}  # fmt: skip
+    assert canary.route_weights(service, "VirtualService", "vllm-stable", "vllm-canary") == {
+        "vllm-stable": 60, "vllm-canary": 40,
+    }  # fmt: skip
+    assert canary.route_weights(route, "HTTPRoute", "vllm-stable", "vllm-canary") == {
+        "vllm-stable": 90, "vllm-canary": 10,
+    }  # fmt: skip
+    new = {"vllm-stable": 100, "vllm-canary": 0}
+    assert canary.route_weights({}, "HTTPRoute", "vllm-stable", "vllm-canary") == new
+    # A route of other Services (a renamed workload) is not this one's: all to stable.
+    assert canary.route_weights(route, "HTTPRoute", "llm-stable", "llm-canary") == {"llm-stable": 100, "llm-canary": 0}
