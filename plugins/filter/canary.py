@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Filters for a serving workload's canary under Argo Rollouts: what makes its steps, analysis or
-replicas unusable, its steps as Argo Rollouts takes them, the AnalysisTemplate that judges it, and the
-weights Argo Rollouts set on its route through a mesh."""
+replicas unusable, its steps as Argo Rollouts takes them, the AnalysisTemplate that judges it, the
+probe that its analysis' series are there, and the weights Argo Rollouts set on its route through a mesh."""
 
 from __future__ import annotations
 
@@ -17,4 +17,6 @@ class FilterModule:
             "canary_steps": canary.rollout_steps,
             "canary_analysis_template": canary.analysis_template,
             "canary_route_weights": canary.route_weights,
+            "canary_series_probe": canary.series_probe,
+            "canary_probe_problems": canary.probe_problems,
         }

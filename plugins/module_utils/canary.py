@@ -267,3 +267,78 @@ def analysis_template(
             ],
         },
     }
+
+
+# The series each metric's query reads, for the probe below: a histogram's buckets, Triton's successes.
+_PROBED = {
+    "histogram": "{series}_bucket", "summary_us": "{series}", "ratio": "{series}", "failures": "{series}_success",
+}  # fmt: skip
+
+
+def series_query(engine: str, metric: str, namespace: str, workload: str, pod_hash: str) -> str:
+    """How many of ``metric``'s series the analysis' Prometheus holds of one version's pods (by its hash)."""
+    kind, series, _detail, _figure = METRICS[engine][metric]
+    selector = f'namespace="{namespace}",workload="{workload}",rollouts_pod_template_hash="{pod_hash}"'
+    return f"count({_PROBED[kind].format(series=series)}{{{selector}}})"
+
+
+def series_probe(name: str, namespace: str, labels: dict[str, str], analysis: list[dict[str, Any]], engine: str,
+                 workload: str, server_address: str, stable_hash: str) -> dict[str, Any]:  # fmt: skip
+    """A one-measurement AnalysisRun that asks the analysis' Prometheus, through Argo Rollouts as the
+    canary's analysis will, whether each limit's series holds the stable version's pods. A query that
+    returns nothing there (a scrape that misses the pods, labels the queries do not match) would pass every
+    measurement of the canary too (nothing to judge), so a new version is refused before it starts."""
+    metrics = [
+        _probe_metric(index, item, engine, namespace, workload, server_address, stable_hash)
+        for index, item in enumerate(analysis)
+    ]
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "AnalysisRun",
+        "metadata": {"name": f"{name}-series-probe", "namespace": namespace, "labels": labels},
+        "spec": {"metrics": metrics},
+    }
+
+
+def _probe_metric(index: int, item: dict[str, Any], engine: str, namespace: str, workload: str,
+                  server_address: str, stable_hash: str) -> dict[str, Any]:  # fmt: skip
+    query = series_query(engine, item["metric"], namespace, workload, stable_hash)
+    return {
+        "name": f"item-{index}",
+        "count": 1,
+        "failureLimit": 0,
+        "consecutiveErrorLimit": 0,  # a Prometheus that cannot be asked is the answer: no retries
+        "successCondition": "len(result) > 0",
+        "provider": {"prometheus": {"address": server_address, "query": query}},
+    }
+
+
+def probe_problems(run: Any, analysis: list[dict[str, Any]], role: str) -> list[str]:
+    """What the finished probe (the AnalysisRun above, as read back) says is wrong, naming each item of
+    ``<role>_canary_analysis`` whose series is missing, or the Prometheus that could not be asked."""
+    status = (run.get("status") or {}) if isinstance(run, dict) else {}
+    phase = status.get("phase") or "not finished"
+    if phase == "Successful":
+        return []
+    queries = {m["name"]: m["provider"]["prometheus"] for m in (run.get("spec") or {}).get("metrics") or []}
+    found = []
+    for result in status.get("metricResults") or []:
+        index = int(str(result.get("name", "item--1")).rsplit("-", 1)[1])
+        if not 0 <= index < len(analysis) or result.get("phase") == "Successful":
+            continue
+        where = f"{role}_canary_analysis[{index}] ({analysis[index].get('metric')})"
+        asked = queries.get(result["name"], {})
+        if result.get("phase") == "Failed":
+            found.append(f"{where}: its series has no sample of the stable version's pods in the Prometheus at"
+                         f" {asked.get('address')} ({asked.get('query')} returned nothing): the canary's would"
+                         " read nothing and pass; check that it scrapes the pods with these labels")  # fmt: skip
+        else:
+            # The measurement's own error (the result's message only counts the errors).
+            measured = [m.get("message") for m in result.get("measurements") or [] if m.get("message")]
+            message = measured[-1] if measured else result.get("message") or ""
+            found.append(f"{where}: the Prometheus at {asked.get('address')} ({role}_canary_prometheus_url) could"
+                         f" not be asked: {result.get('phase')}: {message}")  # fmt: skip
+    return found or [
+        f"{role}_canary_analysis: the probe of its series ended {phase} (Argo Rollouts' controller runs it;"
+        f" is it running?): {status.get('message') or ''}"
+    ]

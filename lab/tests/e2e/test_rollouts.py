@@ -252,6 +252,23 @@ def test_a_slower_canary_is_aborted_and_rolled_back_while_the_stable_version_ser
     assert result["failed"] == 0 and result["stable_failed_requests"] == 0, result
 
 
+def test_a_canary_whose_analysis_cannot_be_read_is_refused_before_it_starts(stable, kube):
+    """Bad input the API server cannot see: an analysis asking a Prometheus that is not there would pass
+    every measurement (nothing to judge). The run's probe (a one-measurement AnalysisRun of each limit's
+    series of the stable pods, through Argo Rollouts) names it before the new version starts."""
+    rollouts = client.CustomObjectsApi(kube)
+    before = rollouts.get_namespaced_custom_object("argoproj.io", "v1alpha1", "inference", "rollouts", "vllm")
+    nowhere = "http://gpufleet-scaling-metrics.gpufleet-scaling.svc.cluster.local:9"
+    message = vllm_failure(canary([*STABLE, "--stand-in-revision", "4"], vllm_canary_prometheus_url=nowhere))
+    print(f"an analysis that cannot be read: {message}")
+    assert "vllm_canary_analysis[0] (ttft_p99): the Prometheus at " + nowhere in message, message
+    assert "(vllm_canary_prometheus_url) could not be asked" in message, message
+    after = rollouts.get_namespaced_custom_object("argoproj.io", "v1alpha1", "inference", "rollouts", "vllm")
+    assert after["metadata"]["generation"] == before["metadata"]["generation"]  # the Rollout untouched
+    runs = rollouts.list_namespaced_custom_object("argoproj.io", "v1alpha1", "inference", "analysisruns")["items"]
+    assert not [r for r in runs if r["metadata"]["name"] == "vllm-series-probe"]  # the probe removed
+
+
 def test_without_a_limit_that_can_fail_the_slower_version_reaches_every_user(stable, kube, users):
     """The drill can fail: the slower version, its analysis unable to fail, is promoted, and the users'
     TTFT P99 rises to it (where the analysis above held it at the stable's)."""

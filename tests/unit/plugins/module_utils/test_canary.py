@@ -164,3 +164,45 @@ def test_a_routes_weights_are_those_argo_rollouts_set_or_all_to_stable_for_a_new
     assert canary.route_weights({}, "HTTPRoute", "vllm-stable", "vllm-canary") == new
     # A route of other Services (a renamed workload) is not this one's: all to stable.
     assert canary.route_weights(route, "HTTPRoute", "llm-stable", "llm-canary") == {"llm-stable": 100, "llm-canary": 0}
+
+
+PROMETHEUS = "http://prometheus.gpufleet-scaling:9090"
+
+
+def test_the_series_probe_counts_each_limits_series_of_the_stable_pods():
+    analysis = [{"metric": "ttft_p99"}, {"metric": "error_ratio", "limit": "1%"}]
+    run = canary.series_probe("vllm", "inference", {"a": "b"}, analysis, "vllm", "vllm", PROMETHEUS, "6f7d9c")
+    assert run["kind"] == "AnalysisRun" and run["metadata"]["name"] == "vllm-series-probe"
+    first, second = run["spec"]["metrics"]
+    selector = 'namespace="inference",workload="vllm",rollouts_pod_template_hash="6f7d9c"'
+    assert first["provider"]["prometheus"] == {
+        "address": PROMETHEUS, "query": f"count(vllm:time_to_first_token_seconds_bucket{{{selector}}})",
+    }  # fmt: skip
+    assert second["provider"]["prometheus"]["query"] == f"count(vllm:request_success_total{{{selector}}})"
+    assert first["count"] == 1 and first["successCondition"] == "len(result) > 0"
+    triton = canary.series_probe("t", "ns", {}, [{"metric": "failure_ratio"}], "triton", "t", PROMETHEUS, "h")
+    assert triton["spec"]["metrics"][0]["provider"]["prometheus"]["query"].startswith(
+        "count(nv_inference_request_success{"
+    )
+
+
+def test_the_probe_names_the_item_whose_series_is_missing_and_the_prometheus_that_cannot_be_asked():
+    analysis = [{"metric": "ttft_p99"}, {"metric": "tpot_p50"}]
+    run = canary.series_probe("vllm", "inference", {}, analysis, "vllm", "vllm", PROMETHEUS, "6f7d9c")
+    assert canary.probe_problems({**run, "status": {"phase": "Successful"}}, analysis, "vllm") == []
+    failed = {**run, "status": {"phase": "Failed", "metricResults": [
+        {"name": "item-0", "phase": "Successful"}, {"name": "item-1", "phase": "Failed"},
+    ]}}  # fmt: skip
+    (problem,) = canary.probe_problems(failed, analysis, "vllm")
+    assert problem.startswith(
+        "vllm_canary_analysis[1] (tpot_p50): its series has no sample of the stable version's pods"
+    )
+    assert "count(vllm:request_time_per_output_token_seconds_bucket{" in problem and PROMETHEUS in problem
+    error = {**run, "status": {"phase": "Error", "metricResults": [
+        {"name": "item-0", "phase": "Error", "message": "consecutiveErrors (1) > consecutiveErrorLimit (0)",
+         "measurements": [{"phase": "Error", "message": "connection refused"}]},
+    ]}}  # fmt: skip
+    (problem,) = canary.probe_problems(error, analysis, "vllm")
+    assert "vllm_canary_prometheus_url" in problem and "could not be asked: Error: connection refused" in problem
+    (unfinished,) = canary.probe_problems(run, analysis, "vllm")
+    assert unfinished.startswith("vllm_canary_analysis: the probe of its series ended not finished (Argo Rollouts'")
