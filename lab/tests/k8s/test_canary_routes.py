@@ -64,7 +64,7 @@ def crds(gpu_api: client.ApiClient):
 
 def rendered(traffic: str, namespace: str, tmp_path: Path, live: dict | None = None) -> dict[str, dict]:
     """The role's manifests for a canary through ``traffic``, by kind; with ``live``, the route the
-    deploy read before applying (its register, __vllm_routes: the VirtualService's, then the HTTPRoute's)."""
+    deploy read before applying (its register, __vllm_routes: one result per kind read)."""
     out = tmp_path / f"{traffic}.yaml"
     cmd = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,", str(PLAYBOOK),
            "-e", f"out={out}", "-e", f"route_traffic={traffic}", "-e", f"route_namespace={namespace}",
@@ -144,11 +144,13 @@ def test_applying_the_route_again_keeps_the_weights_argo_rollouts_set(crds, gpu_
     back, so it renders the weights it read from the live route (a new route: all to stable)."""
     service = rendered("istio", namespace, tmp_path)["VirtualService"]
     service["spec"]["http"][0]["route"][0]["weight"], service["spec"]["http"][0]["route"][1]["weight"] = 70, 30
-    again = rendered("istio", namespace, tmp_path, live={"results": [{"resources": [service]}, {}]})
+    live = {"results": [{"item": {"kind": "VirtualService"}, "resources": [service]}, {"item": {"kind": "HTTPRoute"}}]}
+    again = rendered("istio", namespace, tmp_path, live=live)
     assert [d["weight"] for d in again["VirtualService"]["spec"]["http"][0]["route"]] == [70, 30]
     route = rendered("gateway_api", namespace, tmp_path)["HTTPRoute"]
     for backend in route["spec"]["rules"][0]["backendRefs"]:
         backend["weight"] = 50
-    again = rendered("gateway_api", namespace, tmp_path, live={"results": [{}, {"resources": [route]}]})
+    live = {"results": [{"item": {"kind": "VirtualService"}}, {"item": {"kind": "HTTPRoute"}, "resources": [route]}]}
+    again = rendered("gateway_api", namespace, tmp_path, live=live)
     assert [b["weight"] for b in again["HTTPRoute"]["spec"]["rules"][0]["backendRefs"]] == [50, 50]
     assert admitted([again["HTTPRoute"]], gpu_api) == []
