@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Filters for a serving workload's canary under Argo Rollouts: what makes its steps, analysis or
 replicas unusable, its steps as Argo Rollouts takes them, the AnalysisTemplate that judges it, the
-probe that its analysis' series are there, and the weights Argo Rollouts set on its route through a mesh."""
+probe that its analysis' series are there, its benchmark step, and the weights Argo Rollouts set on
+its route through a mesh."""
 
 from __future__ import annotations
 
@@ -19,4 +20,6 @@ class FilterModule:
             "canary_route_weights": canary.route_weights,
             "canary_series_probe": canary.series_probe,
             "canary_probe_problems": canary.probe_problems,
+            "canary_bench_problems": canary.bench_problems,
+            "canary_bench_template": canary.bench_template,
         }

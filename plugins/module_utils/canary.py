@@ -169,11 +169,14 @@ def problems(steps: Any, analysis: Any, interval: Any, replicas: Any, doc: Any, 
     return found
 
 
-def rollout_steps(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Argo Rollouts' canary steps: each weight, then its pause."""
+def rollout_steps(steps: list[dict[str, Any]], bench_template: str = "") -> list[dict[str, Any]]:
+    """Argo Rollouts' canary steps: each weight, then its pause; with a benchmark step (``bench_template``,
+    its AnalysisTemplate's name), the first weight is measured under load before its pause."""
     rendered: list[dict[str, Any]] = []
-    for step in steps:
+    for index, step in enumerate(steps):
         rendered.append({"setWeight": int(step["weight"])})
+        if bench_template and index == 0:
+            rendered.append({"analysis": {"templates": [{"templateName": bench_template}]}})
         if "pause" in step:
             rendered.append({"pause": {"duration": str(step["pause"])}})
     return rendered
@@ -342,3 +345,127 @@ def probe_problems(run: Any, analysis: list[dict[str, Any]], role: str) -> list[
         f"{role}_canary_analysis: the probe of its series ended {phase} (Argo Rollouts' controller runs it;"
         f" is it running?): {status.get('message') or ''}"
     ]
+
+
+# The benchmark step's limits, each from the capacity file's figure of one replica at the level it was
+# measured to sustain: the canary, given a share of that load, must do at least as well.
+BENCH_LIMITS = {"ttft_p99": "ttft_p99_s", "tpot_p99": "tpot_p99_s"}
+# The gate's verdict may take its window, the warm-up and the slowest request's drain (its timeout).
+_BENCH_WARMUP_S, _BENCH_REQUEST_TIMEOUT_S = 5, 120
+
+
+def bench_problems(image: Any, streams: Any, duration: Any, limits: Any, doc: Any, role: str) -> list[str]:
+    """What makes a canary's benchmark step unusable, naming each ``<role>_canary_bench_*`` variable."""
+    v = f"{role}_canary_bench"
+    found = []
+    if not isinstance(image, str) or not image.strip():
+        found.append(f"{v}_image: none given; the step's Job runs the collection's benchmark gate from an image"
+                     " that holds it (images/canary-bench/Containerfile)")  # fmt: skip
+    try:
+        if duration_seconds(str(duration)) < 10:
+            found.append(f"{v}_duration: {duration!r}; at least 10s, so that the window holds whole requests")
+    except ValueError:
+        found.append(f"{v}_duration: {duration!r} is not a duration such as 30s")
+    replica = capacity.parsed(doc)["replica"] if not capacity.problems(doc, "-") else {}
+    if isinstance(streams, bool) or not isinstance(streams, int) or streams < 0:
+        found.append(f"{v}_streams: {streams!r}, not a whole number of streams (0: from {role}_capacity_file)")
+    elif streams == 0 and not _positive(replica.get("streams")):
+        found.append(f"{v}_streams: 0 takes a replica's streams from {role}_capacity_file, which measured none")
+    if not isinstance(limits, dict):
+        return [*found, f"{v}_limits: a dict of {' and '.join(BENCH_LIMITS)}, not {limits!r}"]
+    for key in sorted(set(limits) - set(BENCH_LIMITS)):
+        found.append(f"{v}_limits.{key}: not a limit the step judges ({', '.join(BENCH_LIMITS)})")
+    for key, figure in BENCH_LIMITS.items():
+        limit = limits.get(key)
+        if limit is None:
+            if not _positive(replica.get(figure)):
+                found.append(f"{v}_limits.{key}: none given, and {role}_capacity_file measured no {figure}")
+            continue
+        parsed = parse_limit(limit)
+        if parsed is None or parsed[2] or parsed[1] == "%" or not parsed[0] > 0:
+            found.append(f"{v}_limits.{key}: {limit!r} is not a latency above 0 such as 500ms or 1.5s")
+    return found
+
+
+def _positive(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int | float) and value > 0
+
+
+def bench_plan(streams: int, limits: dict[str, Any], doc: Any, headroom: float, first_weight: int,
+               replicas: int) -> dict[str, Any]:  # fmt: skip
+    """The step's load and limits: ``streams`` per canary pod (0: the capacity file's replica streams times
+    ``headroom``) times the canary's pods at the first step, and each limit (the user's, else the capacity
+    file's figure); the workload (API, output tokens, prompt lengths) is the capacity file's, so that the
+    canary is measured as the replica was."""
+    parsed = capacity.parsed(doc) if not capacity.problems(doc, "-") else {"replica": {}, "workload": {}}
+    per_pod = streams or max(1, round(parsed["replica"]["streams"] * headroom))
+    canary_pods = max(1, -(-first_weight * replicas // 100))  # Argo Rollouts rounds the canary's pods up
+    plan: dict[str, Any] = {"streams": per_pod * canary_pods}
+    for key, figure in BENCH_LIMITS.items():
+        limit = limits.get(key)
+        if limit is None:
+            plan[key] = float(parsed["replica"][figure])
+        else:
+            number, unit, _relative = parse_limit(limit)  # type: ignore[misc]
+            plan[key] = number / 1000 if unit == "ms" else number
+    workload = parsed.get("workload") or {}
+    words = workload.get("prompt_words") or [96, 160]
+    plan.update(
+        api=workload.get("api") or "chat",
+        max_tokens=int(workload.get("max_tokens") or 128),
+        input_len=f"{words[0]}:{words[1]}",
+        fixed_length="on" if workload.get("fixed_length") else "auto",
+    )
+    return plan
+
+
+def bench_template(name: str, namespace: str, labels: dict[str, str], image: str, url: str, model: str,
+                   duration: str, api_key_secret: str, streams: int, limits: dict[str, Any], doc: Any,
+                   headroom: float, first_weight: int, replicas: int, node_selector: dict[str, str] | None = None,
+                   tolerations: list[dict[str, Any]] | None = None) -> dict[str, Any]:  # fmt: skip
+    """The benchmark step's AnalysisTemplate: one Job (Argo Rollouts' job metric: it passes when the Job
+    succeeds) that runs the gate against the canary's Service alone, at the load and limits of
+    ``bench_plan`` (the arguments from ``streams`` on)."""
+    plan = bench_plan(int(streams), limits, doc, float(headroom), int(first_weight), int(replicas))
+    window_s = duration_seconds(str(duration))
+    args = [
+        "--url", url, "--model", model, "--streams", str(plan["streams"]), "--warmup", str(_BENCH_WARMUP_S),
+        "--duration", str(window_s), "--api", plan["api"], "--max-tokens", str(plan["max_tokens"]),
+        "--input-len", plan["input_len"], "--fixed-length", plan["fixed_length"],
+        "--ttft-p99", f"{plan['ttft_p99']:.6g}", "--tpot-p99", f"{plan['tpot_p99']:.6g}",
+    ]  # fmt: skip
+    container: dict[str, Any] = {
+        "name": "bench",
+        "image": image,
+        "command": ["python3", "-m", "gpufleet.lib.llm_bench.gate"],
+        "args": args,
+        # No CPU limit: a throttled client would measure itself (the gate calls that level client-bound).
+        "resources": {"requests": {"cpu": "500m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}},
+        "securityContext": {
+            "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True, "runAsNonRoot": True,
+            "runAsUser": 65534, "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"},
+        },
+    }  # fmt: skip
+    if api_key_secret:
+        container["args"] += ["--api-key-env", "VLLM_API_KEY"]
+        secret = {"secretKeyRef": {"name": api_key_secret, "key": "VLLM_API_KEY"}}
+        container["env"] = [{"name": "VLLM_API_KEY", "valueFrom": secret}]
+    job = {
+        "metadata": {"labels": {**labels, "app.kubernetes.io/component": "canary-bench"}},
+        "spec": {
+            "backoffLimit": 0,  # one measurement: a second try would judge a canary that failed once
+            "activeDeadlineSeconds": int(_BENCH_WARMUP_S + window_s + _BENCH_REQUEST_TIMEOUT_S + 60),
+            "template": {
+                "metadata": {"labels": {**labels, "app.kubernetes.io/component": "canary-bench"}},
+                "spec": {"restartPolicy": "Never", "automountServiceAccountToken": False,
+                         "nodeSelector": node_selector or {}, "tolerations": tolerations or [],
+                         "containers": [container]},
+            },
+        },
+    }  # fmt: skip
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "AnalysisTemplate",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": {"metrics": [{"name": "bench", "count": 1, "failureLimit": 0, "provider": {"job": job}}]},
+    }

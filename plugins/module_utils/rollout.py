@@ -82,8 +82,9 @@ def canary_done(obj: dict[str, Any]) -> tuple[bool, str]:
 _LIMIT = re.compile(r"<=\s*([-+0-9.eE]+)")
 
 
-def analysis_failure(run: dict[str, Any]) -> str:
-    """What an AnalysisRun that failed measured: each failed metric's last value against its limit."""
+def analysis_failure(run: dict[str, Any], job_verdicts: dict[str, str] | None = None) -> str:
+    """What an AnalysisRun that failed measured: each failed metric's last value against its limit, or for a
+    job metric (the benchmark step) its Job's own verdict (``job_verdicts``, by metric)."""
     limits = {m.get("name"): m.get("successCondition", "") for m in (run.get("spec") or {}).get("metrics") or []}
     status = run.get("status") or {}
     failed = []
@@ -91,6 +92,9 @@ def analysis_failure(run: dict[str, Any]) -> str:
         if result.get("phase") not in ("Failed", "Error"):
             continue
         name = result.get("name")
+        if name in (job_verdicts or {}):
+            failed.append(f"{name}: {job_verdicts[name]}")  # type: ignore[index]
+            continue
         last = (result.get("measurements") or [{}])[-1]
         bound = _LIMIT.search(limits.get(name) or "")
         limit = f"limit {bound.group(1)}" if bound else f"condition {limits.get(name)!r}"

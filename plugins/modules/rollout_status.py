@@ -136,6 +136,22 @@ class Cluster:
                                        for o in r["metadata"].get("ownerReferences") or [])]  # fmt: skip
         return sorted(mine, key=lambda r: r["metadata"].get("creationTimestamp", ""), reverse=True)
 
+    def job_verdicts(self, run: dict) -> dict:
+        """Each failed job metric's Job's last line of output (the benchmark gate's verdict), by metric."""
+        verdicts = {}
+        for result in (run.get("status") or {}).get("metricResults") or []:
+            job = ((result.get("measurements") or [{}])[-1].get("metadata") or {}).get("job-name")
+            if result.get("phase") not in ("Failed", "Error") or not job:
+                continue
+            namespace = run["metadata"]["namespace"]
+            try:
+                for pod in self.core.list_namespaced_pod(namespace, label_selector=f"job-name={job}").items:
+                    lines = self.core.read_namespaced_pod_log(pod.metadata.name, namespace, tail_lines=1).strip()
+                    verdicts[result["name"]] = f"Job {job}: {lines}" if lines else f"Job {job} failed"
+            except ApiException as error:
+                verdicts[result["name"]] = f"Job {job} failed (its output cannot be read: {error.status})"
+        return verdicts
+
     def pods(self, namespace: str, selector: dict) -> list:
         labels = ",".join(f"{k}={v}" for k, v in sorted(selector.items()))
         return self.plain(self.core.list_namespaced_pod(namespace, label_selector=labels).items)
@@ -205,7 +221,8 @@ def main() -> None:
         if p["kind"] == "Rollout" and (workload.get("status") or {}).get("abort"):
             failed = [r for r in cluster.analysis_runs(p["namespace"], p["name"])
                       if (r.get("status") or {}).get("phase") in ("Failed", "Error")]  # fmt: skip
-            cause = analysis_failure(failed[0]) if failed else (workload.get("status") or {}).get("message", "")
+            cause = (analysis_failure(failed[0], cluster.job_verdicts(failed[0])) if failed
+                     else (workload.get("status") or {}).get("message", ""))  # fmt: skip
             module.fail_json(msg=f"{what}: the canary was aborted and rolled back to the stable version: {cause}",
                              seconds=waited, aborted=True)  # fmt: skip
         problems = problems_of(cluster, p["namespace"], workload)

@@ -15,14 +15,15 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # What a collection user gets: the playbooks and their roles and plugins, the example inventory, the
-# docs and the changelog. Anything else in the archive (tests, molecule scenarios, the lab, the CLI's
-# Python package, the harness) is a leak.
+# docs, the changelog and the Containerfiles of the images users build (images/). Anything else in the
+# archive (tests, molecule scenarios, the lab, the CLI's Python package, the harness) is a leak.
 PRODUCT = re.compile(
     r"(MANIFEST|FILES)\.json|README\.md|CHANGELOG\.md|site\.yml|meta/runtime\.yml"
     r"|changelogs/(changelog|config)\.yaml|docs/.+\.(md|rst|png|svg)|inventories/prod/.+\.yml(\.example)?|playbooks/[a-z0-9_]+\.yml"
     r"|plugins/(action|doc_fragments|filter|modules|module_utils|test)/([a-z0-9_]+/)?[a-z0-9_]+\.py"
     r"|plugins/(filter|test)/[a-z0-9_]+\.yml"
     r"|roles/[a-z0-9_]+/(README\.md|(defaults|files|handlers|meta|tasks|templates|vars)/.+)"
+    r"|images/[a-z0-9-]+/Containerfile"
 )
 
 
@@ -55,7 +56,8 @@ def test_it_holds_nothing_but_the_product(archive: set[str]) -> None:
 
 
 def test_it_holds_every_role_plugin_and_playbook(archive: set[str]) -> None:
-    product = {name for name in tracked("roles", "plugins", "playbooks", "site.yml") if "/molecule/" not in name}
+    tracked_product = tracked("roles", "plugins", "playbooks", "images", "site.yml")
+    product = {name for name in tracked_product if "/molecule/" not in name}
     assert product - archive == set(), "product files missing from the built collection"
 
 

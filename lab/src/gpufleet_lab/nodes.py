@@ -37,6 +37,10 @@ CALIBRATION_IMAGE = "localhost/gpufleet-lab/calibration-server:1"
 # DaemonSet with dcgm-exporter's own flags and environment.
 DCGM_FIXTURE_IMAGE = "localhost/gpufleet-lab/dcgm-exporter-fixture:1"
 DCGM_FIXTURE_EXPORTER = lab.LAB_ROOT / "roles/lab_dcgm_fixture_exporter/files/dcgm_fixture_exporter.py"
+# The image of a canary's benchmark step, built from the product's own Containerfile on the lab's base.
+CANARY_BENCH_IMAGE = "localhost/gpufleet-lab/canary-bench:1"
+CANARY_BENCH_CONTAINERFILE = lab.REPO_ROOT / "images/canary-bench/Containerfile"
+CANARY_BENCH_PACKAGE = lab.REPO_ROOT / "plugins/module_utils/llm_bench"
 POD_CIDR = "10.244.0.0/16"
 IMAGE_STAMPS = "/var/lib/gpufleet-lab/images"
 # What the GPU cluster's real nodes advertise, one each (labk8s._advertise_gpu): the device plugin's name.
@@ -434,7 +438,24 @@ def build_images(binaries: Path) -> dict[str, Path]:
         # Rebuilt when the script or its Containerfile (in this file) changes.
         if _stale(archives[name], source, Path(__file__)):
             _python_image(name, source, containerfile, archives[name])
+    archives[CANARY_BENCH_IMAGE] = out / "canary-bench-1.tar"
+    package = sorted(CANARY_BENCH_PACKAGE.glob("*.py"))
+    if _stale(archives[CANARY_BENCH_IMAGE], CANARY_BENCH_CONTAINERFILE, *package):
+        _canary_bench_image(package, archives[CANARY_BENCH_IMAGE])
     return archives
+
+
+def _canary_bench_image(package: list[Path], archive: Path) -> None:
+    """The product's canary-bench image (images/canary-bench/Containerfile), built on the lab's base from a
+    context of the files it copies alone."""
+    with tempfile.TemporaryDirectory(prefix="gpufleet-image-") as tmp:
+        target = Path(tmp) / CANARY_BENCH_PACKAGE.relative_to(lab.REPO_ROOT)
+        target.mkdir(parents=True)
+        for source in package:
+            (target / source.name).write_bytes(source.read_bytes())
+        labcontainers.podman("build", "-q", "-t", CANARY_BENCH_IMAGE, "-f", str(CANARY_BENCH_CONTAINERFILE),
+                             "--build-arg", f"BASE={labimage.ensure_image(log=False)}", tmp)  # fmt: skip
+    labcontainers.podman("save", "--format", "oci-archive", "-o", str(archive), CANARY_BENCH_IMAGE)
 
 
 def _python_image(name: str, source: Path, containerfile: str, archive: Path) -> None:

@@ -21,8 +21,9 @@ from gpufleet_lab import nodes as labnodes
 ADDRESS = str(ipaddress.ip_network(lab.SUBNET)[5])
 REGISTRY = f"{ADDRESS}:5000"
 CONTAINER = f"{lab.CONTAINER_PREFIX}upstream-registry"
-# The lab's images the main job deploys (its vLLM and dcgm-exporter): pulled through the mirror.
-PUBLISHED = (labnodes.CALIBRATION_IMAGE, labnodes.DCGM_FIXTURE_IMAGE)
+# The lab's images the main job deploys (its vLLM and dcgm-exporter, and the canary's benchmark step):
+# pulled through the mirror.
+PUBLISHED = (labnodes.CALIBRATION_IMAGE, labnodes.DCGM_FIXTURE_IMAGE, labnodes.CANARY_BENCH_IMAGE)
 IMAGE = "localhost/gpufleet-lab/upstream-registry:1"
 # Anonymous, as a public registry is to pull from; pushes are open too, to the lab's network only.
 CONFIG = """\

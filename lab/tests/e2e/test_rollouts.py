@@ -13,7 +13,12 @@ benchmarks/canary_drill.py runs the version that fails 5 % of its requests too (
 ratio), and prints the figures (docs/performance.md).
 
 The drill can fail: the same slower version rolled out with its analysis unable to fail (a limit of
-1000% of stable) is promoted, and the users' TTFT P99 rises with it."""
+1000% of stable) is promoted, and the users' TTFT P99 rises with it.
+
+The benchmark step (vllm_canary_bench): a version with half the slots is as fast as the stable one while
+idle, and misses under a replica's load; the step's Job (the product's canary-bench image, from the lab's
+registry through the fleet's mirror) runs the gate against the canary's Service and aborts it. Without the
+step, the Prometheus analysis alone (an idle canary judges nothing) promotes it."""
 
 from __future__ import annotations
 
@@ -23,7 +28,7 @@ import time
 
 import gpufleet_lab as lab
 import pytest
-from gpufleet.lib.llm_bench import BenchConfig
+from gpufleet.lib.llm_bench import BenchConfig, gate
 from gpufleet.lib.llm_bench.drill import outcome
 from gpufleet.lib.llm_bench.http import auth_headers, send
 from gpufleet.lib.llm_bench.prompts import prompt_for
@@ -289,3 +294,44 @@ def test_without_a_limit_that_can_fail_the_slower_version_reaches_every_user(sta
           f" {after} s after")  # fmt: skip
     assert promoted.ok, promoted.failures
     assert before < 0.25 < after, (before, after)
+
+
+# Half the slots, the stable's speed: a stream waits for a whole request once 4 run (TTFT about 2.8 s at
+# the capacity file's 128 tokens and the stand-in's 20 ms a token), which no idle window shows.
+HALF_SLOTS = ["--max-num-seqs", str(SLOTS // 2), "--stand-in-ttft", "0.2"]
+# The step at a replica's slots per canary pod (explicit here: the lab measures no capacity file in this
+# module), 15 s measured, limits the stable version meets with room (TTFT 0.2 s, TPOT 20 ms); its Job on
+# the GPU cluster's second node, apart from the one it measures.
+BENCH = {
+    "vllm_canary_bench": True, "vllm_canary_bench_image": "{{ gpufleet_lab_canary_bench_image }}",
+    "vllm_canary_bench_streams": SLOTS, "vllm_canary_bench_duration": "15s",
+    "vllm_canary_bench_limits": {"ttft_p99": "500ms", "tpot_p99": "100ms"},
+    "vllm_canary_bench_node_selector": {"kubernetes.io/hostname": "worker-gpu2"},
+    "vllm_canary_bench_tolerations": [{"key": "gpufleet.io/lab-kubelet", "operator": "Exists", "effect": "NoSchedule"}],
+}  # fmt: skip
+
+
+def test_a_canary_that_misses_the_slo_only_under_load_is_caught_by_the_benchmark_step(stable, kube, users):
+    """No user streams: the Prometheus analysis reads the idle canary as nothing to judge. The benchmark
+    step loads it and aborts it, naming what it measured; without the step the same version is promoted,
+    and then misses the step's limit for every user under the same load per pod."""
+    with Rollout(kube) as rollout:
+        time.sleep(2)
+        stable_hash = rollout.status["stableRS"]
+        message = vllm_failure(canary([*HALF_SLOTS, "--stand-in-revision", "5"], **BENCH))
+    ready, aborted = rollout.canary_ready_at, rollout.aborted_at
+    took = round(aborted - ready, 1) if aborted and ready else None
+    print(f"canary with half the slots, the benchmark step on: {message} (first traffic to abort {took} s)")
+    assert "the canary was aborted and rolled back to the stable version" in message, message
+    assert "bench: Job " in message and "missed: ttft_p99_s " in message, message
+    assert rollout.status["stableRS"] == stable_hash, rollout.status
+    # The drill can fail: the Prometheus analysis alone promotes the same version (one measurement).
+    steps = [{"weight": 50, "pause": "20s"}, {"weight": 100}]
+    promoted = canary([*HALF_SLOTS, "--stand-in-revision", "6"], vllm_canary_steps=steps)
+    assert promoted.ok, promoted.failures
+    # Both replicas now have half the slots: the step's load per pod, through the users' Service.
+    load = ["--url", users.base_url, "--model", users.model, "--streams", str(2 * SLOTS), "--warmup", "3",
+            "--duration", "15", "--max-tokens", "128", "--input-len", "96:160", "--ttft-p99", "0.5"]  # fmt: skip
+    missed = gate.main(load)
+    print(f"the same version promoted without the step: the gate at {2 * SLOTS} streams exits {missed}")
+    assert missed == 1

@@ -76,7 +76,8 @@ def rendered(traffic: str, namespace: str, tmp_path: Path, live: dict | None = N
     assert proc.returncode == 0, proc.stdout[-3000:]
     objects = [o for o in yaml.safe_load_all(out.read_text()) if o]
     kinds = {o["kind"] for o in objects}
-    by_kind = {o["kind"] + ("/" + o["metadata"]["name"] if o["kind"] == "Service" else ""): o for o in objects}
+    named = ("Service", "AnalysisTemplate")
+    by_kind = {o["kind"] + ("/" + o["metadata"]["name"] if o["kind"] in named else ""): o for o in objects}
     assert len(by_kind) == len(objects), sorted(kinds)
     return by_kind
 
@@ -101,6 +102,12 @@ def test_a_canary_through_istio_is_admitted_by_istios_and_argo_rollouts_schemas(
     hosts = {d["destination"]["host"]: d["weight"] for d in primary["route"]}
     assert hosts == {canary["stableService"]: 100, canary["canaryService"]: 0}
     assert {f"Service/{name}" for name in hosts} <= set(objects)
+    # The benchmark step: measured under load at the first weight, before its pause, by a Job.
+    bench_step = {"analysis": {"templates": [{"templateName": "vllm-canary-bench"}]}}
+    assert canary["steps"][:3] == [{"setWeight": 10}, bench_step, {"pause": {"duration": "5m"}}]
+    (metric,) = objects["AnalysisTemplate/vllm-canary-bench"]["spec"]["metrics"]
+    job = metric["provider"]["job"]["spec"]["template"]["spec"]
+    assert job["containers"][0]["args"][:2] == ["--url", f"http://vllm-canary.{namespace}.svc:8000"]
 
 
 def test_a_canary_through_the_gateway_api_is_admitted_by_its_schema(crds, gpu_api, namespace, tmp_path):

@@ -131,6 +131,12 @@ def test_an_aborted_analysis_is_named_with_its_measured_value_and_limit():
     assert rollout.analysis_failure(run) == (
         "analysis vllm-6f7d-2: ttft-p99-vs-stable measured [2.0] (limit 1.2; 2 of 3 measurements failed)"
     )
+    # The benchmark step's job metric: its Job's own verdict (the gate's last line), as the module reads it.
+    bench = {"metadata": {"name": "vllm-6f7d-2-1"}, "spec": {"metrics": [{"name": "bench"}]},
+             "status": {"phase": "Failed", "metricResults": [{"name": "bench", "phase": "Failed", "count": 1,
+                        "failed": 1, "measurements": [{"metadata": {"job-name": "j"}}]}]}}  # fmt: skip
+    verdict = "Job j: gate: http://vllm-canary:8000 at 8 streams missed: ttft_p99_s 0.9 s > 0.6 s"
+    assert rollout.analysis_failure(bench, {"bench": verdict}) == f"analysis vllm-6f7d-2-1: bench: {verdict}"
 
 
 def test_a_rollout_is_done_once_its_new_version_is_stable_and_healthy():
@@ -206,3 +212,73 @@ def test_the_probe_names_the_item_whose_series_is_missing_and_the_prometheus_tha
     assert "vllm_canary_prometheus_url" in problem and "could not be asked: Error: connection refused" in problem
     (unfinished,) = canary.probe_problems(run, analysis, "vllm")
     assert unfinished.startswith("vllm_canary_analysis: the probe of its series ended not finished (Argo Rollouts'")
+
+
+# The benchmark step: a Job of the collection's gate against the canary's Service alone.
+IMAGE = "mirror.example/gpufleet/canary-bench:0.10.0"
+
+
+def bench_args(template: dict) -> dict[str, str]:
+    container = template["spec"]["metrics"][0]["provider"]["job"]["spec"]["template"]["spec"]["containers"][0]
+    args = container["args"]
+    return {args[i].removeprefix("--"): args[i + 1] for i in range(0, len(args), 2)}
+
+
+def test_the_bench_step_measures_the_first_weight_before_its_pause():
+    assert canary.rollout_steps(STEPS, "vllm-canary-bench")[:3] == [
+        {"setWeight": 10},
+        {"analysis": {"templates": [{"templateName": "vllm-canary-bench"}]}},
+        {"pause": {"duration": "5m"}},
+    ]
+    assert not [s for s in canary.rollout_steps(STEPS) if "analysis" in s]
+
+
+def test_the_bench_steps_load_and_limits_come_from_the_capacity_file():
+    """128 streams a replica on the H200, 80 % of them per canary pod, the canary's pods at the first weight
+    (10 % of 4 replicas, rounded up as Argo Rollouts does: 1; 50 %: 2); the limits the replica's figures."""
+    template = canary.bench_template("vllm-canary-bench", "inference", {"a": "b"}, IMAGE,
+                                     "http://vllm-canary.inference.svc:8000", "qwen", "30s", "", 0, {}, REFERENCE,
+                                     0.8, 10, 4)  # fmt: skip
+    args = bench_args(template)
+    assert args["streams"] == "102" and args["duration"] == "30" and args["model"] == "qwen"
+    assert args["ttft-p99"] == "0.609468" and args["tpot-p99"] == "0.00830032"
+    assert (args["api"], args["max-tokens"], args["input-len"], args["fixed-length"]) == ("chat", "128", "96:160", "on")
+    metric = template["spec"]["metrics"][0]
+    assert (metric["count"], metric["failureLimit"]) == (1, 0)
+    job = metric["provider"]["job"]
+    assert job["spec"]["backoffLimit"] == 0 and job["spec"]["activeDeadlineSeconds"] == 5 + 30 + 120 + 60
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    assert container["command"] == ["python3", "-m", "gpufleet.lib.llm_bench.gate"]
+    assert container["securityContext"]["runAsNonRoot"] and "cpu" not in container["resources"]["limits"]
+    half = canary.bench_template("b", "ns", {}, IMAGE, "u", "m", "1m", "key", 4, {"ttft_p99": "500ms"}, REFERENCE,
+                                 0.8, 50, 4)  # fmt: skip
+    args = bench_args(half)
+    assert args["streams"] == "8" and args["ttft-p99"] == "0.5" and args["duration"] == "60"
+    assert args["api-key-env"] == "VLLM_API_KEY"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [
+        ({"image": ""}, "vllm_canary_bench_image: none given"),
+        ({"streams": -1}, "vllm_canary_bench_streams: -1, not a whole number"),
+        ({"duration": "5s"}, "vllm_canary_bench_duration: '5s'; at least 10s"),
+        ({"duration": "soon"}, "vllm_canary_bench_duration: 'soon' is not a duration"),
+        ({"limits": {"ttft_p99": "120% of stable"}}, "vllm_canary_bench_limits.ttft_p99: '120% of stable' is not a"),
+        ({"limits": {"ttft_p99": "0.5"}}, "vllm_canary_bench_limits.ttft_p99: '0.5' is not a latency"),
+        ({"limits": {"e2e_p99": "1s"}}, "vllm_canary_bench_limits.e2e_p99: not a limit the step judges"),
+        ({"limits": []}, "vllm_canary_bench_limits: a dict of ttft_p99 and tpot_p99"),
+        ({"doc": {**REFERENCE, "replica": {}}}, "vllm_canary_bench_streams: 0 takes a replica's streams from"),
+        ({"doc": {**REFERENCE, "replica": {"streams": 8}}}, "vllm_canary_bench_limits.ttft_p99: none given, and"),
+    ],
+)
+def test_an_unusable_bench_step_is_named(kwargs, expected):
+    given = {"image": IMAGE, "streams": 0, "duration": "30s", "limits": {}, "doc": REFERENCE, **kwargs}
+    found = canary.bench_problems(given["image"], given["streams"], given["duration"], given["limits"], given["doc"],
+                                  "vllm")  # fmt: skip
+    assert any(p.startswith(expected) for p in found), found
+
+
+def test_the_defaults_of_the_bench_step_are_usable_with_the_reference_capacity_file():
+    assert canary.bench_problems(IMAGE, 0, "30s", {}, REFERENCE, "vllm") == []
+    assert canary.bench_problems(IMAGE, 4, "30s", {"ttft_p99": "1s", "tpot_p99": "20ms"}, {}, "vllm") == []
