@@ -200,8 +200,42 @@ def served_errors(kube: client.ApiClient, pod_hash: str) -> tuple[int, float]:
     return len(pods), errors
 
 
+class ScaleOut(threading.Thread):
+    """Mid-canary, at the pause at half the replicas, the Rollout scaled from 2 to 4 through its scale
+    subresource, the call the HPA (KEDA's) makes: the canary's pods counted once the new ones are Ready."""
+
+    def __init__(self, kube: client.ApiClient, rollout: Rollout) -> None:
+        super().__init__(daemon=True)
+        self.custom, self.rollout = client.CustomObjectsApi(kube), rollout
+        self.canary_pods: int | None = None
+        self.replicas: int | None = None
+
+    def run(self) -> None:
+        deadline = time.time() + 240
+        while time.time() < deadline and not (
+            self.rollout.canary_ready_at and self.rollout.status.get("currentStepIndex") == 1
+        ):
+            time.sleep(0.5)
+        self.custom.patch_namespaced_custom_object_scale("argoproj.io", "v1alpha1", "inference", "rollouts", "vllm",
+                                                         {"spec": {"replicas": 4}})  # fmt: skip
+        while time.time() < deadline and self.rollout.status.get("currentStepIndex") == 1:
+            status = self.rollout.status
+            if status.get("replicas") == 4 and status.get("availableReplicas") == 4:
+                self.canary_pods, self.replicas = status.get("updatedReplicas"), status.get("replicas")
+                return
+            time.sleep(0.5)
+
+    def __enter__(self) -> ScaleOut:
+        self.start()
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self.join(timeout=5)
+
+
 def test_a_good_canary_is_promoted_through_every_step_with_no_failed_stream(stable, kube, users):
-    with Users(users) as load, Rollout(kube) as rollout:
+    """Scaled out mid-canary (as the autoscaler would), the canary keeps its share: half of 4."""
+    with Users(users) as load, Rollout(kube) as rollout, ScaleOut(kube, rollout) as scaled:
         started = time.time()
         first_stable = None
         while first_stable is None and time.time() - started < 10:
@@ -210,10 +244,12 @@ def test_a_good_canary_is_promoted_through_every_step_with_no_failed_stream(stab
         promoted = canary([*STABLE, "--stand-in-revision", "2"])
         took = round(time.time() - started, 1)
     print(f"good canary: promoted in {took} s, steps {sorted(rollout.steps)}, {len(load.records)} streams,"
-          f" {load.failed()} failed, TTFT P99 {load.ttft_p99(0)} s")  # fmt: skip
+          f" {load.failed()} failed, TTFT P99 {load.ttft_p99(0)} s; scaled out at the pause: {scaled.canary_pods}"
+          f" of {scaled.replicas} pods the canary's")  # fmt: skip
     assert promoted.ok, promoted.failures
     assert rollout.status["phase"] == "Healthy" and rollout.status["stableRS"] != first_stable, rollout.status
     assert {1, 2} <= rollout.steps, rollout.steps  # the pause at half the replicas, then all
+    assert (scaled.canary_pods, scaled.replicas) == (2, 4)  # the canary's share kept through the scale-out
     assert len(load.records) > 100 and load.failed() == 0, load.failed()
     # `gpufleet verify`'s check (the module the run waited with): the phase and the last analysis.
     args = {"kubeconfig": GPU_KUBECONFIG, "namespace": "inference", "kind": "Rollout", "name": "vllm", "timeout": 30}
