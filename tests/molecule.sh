@@ -8,13 +8,14 @@
 #   tests/molecule.sh --lab      those that use the lab's clusters, in two workers
 #   tests/molecule.sh ROLE...    the roles' scenarios one after the other, the output on the terminal
 #
-# A scenario uses the lab when it runs against the lab's API servers (a cluster scenario: the cluster
-# roles, which add and remove the GPU cluster's monitoring CRDs, so never two at once) or names a
+# A scenario uses the lab when it runs against the lab's API servers (a cluster scenario) or names a
 # lab kubeconfig (`.lab/`); the others run only in containers of their own. `make test` runs the
 # --apart ones beside the lab's test suites, which leave a core idle much of the time, and the rest
-# after them. In two workers, the cluster scenarios all go to the first, which then takes host
-# scenarios from the end of the list while the second takes them from the start; a scenario is
-# claimed with an atomic mkdir. Each scenario's output goes to .cache/molecule/<role>-<scenario>.log;
+# after them. The cluster scenarios that add and remove the GPU cluster's monitoring CRDs (their
+# prepare imports molecule/shared/gpu_cluster_monitoring_crds.yml) never run two at once: in two
+# workers they all go to the first, the other cluster scenarios (each in namespaces of its own) to the
+# second, and then the first takes host scenarios from the end of the list while the second takes
+# them from the start; a scenario is claimed with an atomic mkdir. Each scenario's output goes to .cache/molecule/<role>-<scenario>.log;
 # a failed one's end is printed.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -34,6 +35,10 @@ role_dir() {  # role: the product's (roles/) or the lab's (lab/roles/)
 
 is_cluster() {  # molecule.yml
   grep -qxF "# gpufleet: cluster scenario" "$1"
+}
+
+shares_crds() {  # molecule.yml: its scenario adds and removes the GPU cluster's monitoring CRDs
+  grep -qs "gpu_cluster_monitoring_crds.yml" "$(dirname "$1")/prepare.yml"
 }
 
 scenario() {  # role/scenario [log]
@@ -63,7 +68,7 @@ worker() {  # role/scenario...: runs those not claimed yet, stops at its first f
 
 part=all
 case ${1:-} in --apart | --lab) part=${1#--} && shift ;; esac
-cluster=() hosts=()
+cluster=() apart_cluster=() hosts=()
 roles=("$@")
 [ ${#roles[@]} -gt 0 ] || for dir in "$repo"/roles/*/molecule "$repo"/lab/roles/*/molecule; do
   roles+=("$(basename "$(dirname "$dir")")")
@@ -73,14 +78,14 @@ for role in "${roles[@]}"; do
     entry=$role/$(basename "$(dirname "$file")")
     if is_cluster "$file"; then uses_lab=cluster; elif grep -q '/\.lab/' "$file"; then uses_lab=host; else uses_lab=no; fi
     case $part/$uses_lab in
-      all/cluster | lab/cluster) cluster+=("$entry") ;;
+      all/cluster | lab/cluster) if shares_crds "$file"; then cluster+=("$entry"); else apart_cluster+=("$entry"); fi ;;
       all/* | lab/host | apart/no) hosts+=("$entry") ;;
     esac
   done
 done
 
 if [ $# -gt 0 ]; then
-  for entry in "${cluster[@]}" "${hosts[@]}"; do scenario "$entry"; done
+  for entry in "${cluster[@]}" "${apart_cluster[@]}" "${hosts[@]}"; do scenario "$entry"; done
   exit 0
 fi
 if [ "$part" = apart ]; then  # one worker: the lab's suites run beside it
@@ -93,9 +98,9 @@ claims=$logs/claims && rm -rf "$claims" && mkdir -p "$claims"
 reversed=()
 for ((i = ${#hosts[@]} - 1; i >= 0; i--)); do reversed+=("${hosts[i]}"); done
 worker "${cluster[@]}" "${reversed[@]}" & first=$!
-worker "${hosts[@]}" & second=$!
+worker "${apart_cluster[@]}" "${hosts[@]}" & second=$!
 failed=0
 wait $first || failed=1
 wait $second || failed=1
 [ $failed -eq 0 ] || { echo "molecule: a scenario failed (see above)"; exit 1; }
-echo "molecule: $(( ${#cluster[@]} + ${#hosts[@]} )) scenario(s)$([ "$part" = lab ] && echo " that use the lab") passed"
+echo "molecule: $(( ${#cluster[@]} + ${#apart_cluster[@]} + ${#hosts[@]} )) scenario(s)$([ "$part" = lab ] && echo " that use the lab") passed"
