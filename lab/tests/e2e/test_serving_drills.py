@@ -96,7 +96,10 @@ def drill(endpoint, apps, discovery, disruption) -> dict:
     return result
 
 
-@pytest.mark.parametrize("graceful", [False, True], ids=["graceful-off", "graceful-on"])
+@pytest.mark.parametrize(
+    "graceful",
+    [pytest.param(False, id="graceful-off", marks=pytest.mark.protection_off), pytest.param(True, id="graceful-on")],
+)
 def test_a_replica_taken_away_cuts_streams_only_without_graceful_shutdown(
     converged, endpoint, apps, discovery, graceful
 ):
