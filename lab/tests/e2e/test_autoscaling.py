@@ -51,7 +51,7 @@ TRIGGERS = [{"metric": "vllm:num_requests_running"}, {"metric": "vllm:time_to_fi
 # (0.8 x 8 per replica) ask for 4 replicas: the headroom the thresholds keep, room for the Service's
 # uneven spread of streams (at exactly 3 replicas for 3x, measured 92 % within the SLO).
 BASE_USERS, STEP_USERS, MAX_REPLICAS = SLOTS // 2, 3 * SLOTS, 4
-BASE_S, STEP_S, JUDGED_S = 20.0, 80.0, 30.0
+BASE_S, STEP_S, JUDGED_S = 20.0, 100.0, 30.0
 # Without autoscaling nothing changes after the step: its first 15 s, then the judged 30 s, are enough.
 STEP_UNSCALED_S = JUDGED_S + 15.0
 # No flapping: replicas between SOAK_MIN and SOAK_MAX on running requests alone, under open-loop load
