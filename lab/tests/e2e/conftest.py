@@ -22,6 +22,15 @@ PROMETHEUS = f"http://{TUNNEL_HOST_ADDRESS}:30090"
 TUNNEL_URL = f"http://{TUNNEL_HOST_ADDRESS}:19401/metrics"
 
 
+def protection_off_and_on(name: str) -> list:
+    """A drill's two runs: its protection off (marked protection_off: `make drills` shows the drill
+    catches the fault) and on (the CI), as the test's boolean parameter."""
+    return [
+        pytest.param(False, id=f"{name}-off", marks=pytest.mark.protection_off),
+        pytest.param(True, id=f"{name}-on"),
+    ]
+
+
 def in_host(name: str, command: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     proc = labcontainers.podman("exec", lab.CONTAINER_PREFIX + name, "sh", "-c", command, check=False)
     if check and proc.returncode != 0:

@@ -26,7 +26,7 @@ from urllib.parse import urlparse
 
 import gpufleet_lab as lab
 import pytest
-from conftest import gpufleet
+from conftest import gpufleet, protection_off_and_on
 from gpufleet.lib.llm_bench import BenchConfig
 from gpufleet.lib.llm_bench.drill import arrivals_through, outcome, streams_through
 from gpufleet.lib.llm_bench.records import RequestRecord
@@ -63,12 +63,6 @@ STEP_UNSCALED_S = JUDGED_S + 15.0
 SOAK_MIN, SOAK_MAX = 2, 3
 SWING_HIGH_S, SWING_LOW_S = 30.0, 45.0
 HEADROOM = 0.8  # the role's vllm_autoscaling_headroom
-# Each load step once with autoscaling off (make drills: the step overloads one replica, so the drill
-# can fail) and once on.
-OFF_AND_ON = [
-    pytest.param(False, id="autoscaling-off", marks=pytest.mark.protection_off),
-    pytest.param(True, id="autoscaling-on"),
-]
 
 
 GPU_KUBECONFIG = str(lab.lab_dir() / "k8s/gpu/admin.kubeconfig")
@@ -232,7 +226,7 @@ def load_step(cfg: BenchConfig, kube: client.ApiClient, name: str, users: tuple[
     }
 
 
-@pytest.mark.parametrize("autoscaling", OFF_AND_ON)
+@pytest.mark.parametrize("autoscaling", protection_off_and_on("autoscaling"))
 def test_a_load_step_is_met_by_new_replicas_only_with_autoscaling(capacity_file, endpoint, kube, autoscaling):
     scaling = {
         "vllm_autoscaling": autoscaling, "vllm_autoscaling_max_replicas": MAX_REPLICAS,
@@ -408,7 +402,7 @@ def triton(converged, endpoint, tmp_path_factory) -> tuple[str, Path]:
         assert not triton_removed()
 
 
-@pytest.mark.parametrize("autoscaling", OFF_AND_ON)
+@pytest.mark.parametrize("autoscaling", protection_off_and_on("autoscaling"))
 def test_tritons_load_step_is_met_by_new_replicas_only_with_autoscaling(triton, kube, autoscaling):
     """The triton role's autoscaling, as vLLM's above: KEDA's trigger on Triton's queue P99 (its summary,
     read by the scaling Prometheus from Triton's metrics port), its threshold the wait the objective still

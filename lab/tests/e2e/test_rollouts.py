@@ -28,6 +28,7 @@ import time
 
 import gpufleet_lab as lab
 import pytest
+from conftest import GPU_NODE
 from gpufleet.lib.llm_bench import BenchConfig, gate
 from gpufleet.lib.llm_bench.drill import outcome
 from gpufleet.lib.llm_bench.http import auth_headers, send
@@ -346,7 +347,7 @@ BENCH = {
     "vllm_canary_bench": True, "vllm_canary_bench_image": "{{ gpufleet_lab_canary_bench_image }}",
     "vllm_canary_bench_streams": SLOTS, "vllm_canary_bench_duration": "15s",
     "vllm_canary_bench_limits": {"ttft_p99": "500ms", "tpot_p99": "100ms"},
-    "vllm_canary_bench_node_selector": {"kubernetes.io/hostname": "worker-gpu1"},
+    "vllm_canary_bench_node_selector": {"kubernetes.io/hostname": GPU_NODE},
     "vllm_canary_bench_tolerations": [{"key": "gpufleet.io/lab-kubelet", "operator": "Exists", "effect": "NoSchedule"}],
 }  # fmt: skip
 

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 
 import gpufleet_lab as lab
 import pytest
+from conftest import protection_off_and_on
 from gpufleet.lib.llm_bench import BenchConfig
 from gpufleet.lib.llm_bench.drill import run_streams_through
 from kubernetes import client, config
@@ -96,10 +97,7 @@ def drill(endpoint, apps, discovery, disruption) -> dict:
     return result
 
 
-@pytest.mark.parametrize(
-    "graceful",
-    [pytest.param(False, id="graceful-off", marks=pytest.mark.protection_off), pytest.param(True, id="graceful-on")],
-)
+@pytest.mark.parametrize("graceful", protection_off_and_on("graceful"))
 def test_a_replica_taken_away_cuts_streams_only_without_graceful_shutdown(
     converged, endpoint, apps, discovery, graceful
 ):
