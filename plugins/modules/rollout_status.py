@@ -137,7 +137,7 @@ class Cluster:
         return sorted(mine, key=lambda r: r["metadata"].get("creationTimestamp", ""), reverse=True)
 
     def job_verdicts(self, run: dict) -> dict:
-        """Each failed job metric's Job's last line of output (the benchmark gate's verdict), by metric."""
+        """Each failed job metric's Job's verdict (the benchmark gate's line, else its last line), by metric."""
         verdicts = {}
         for result in (run.get("status") or {}).get("metricResults") or []:
             job = ((result.get("measurements") or [{}])[-1].get("metadata") or {}).get("job-name")
@@ -146,8 +146,12 @@ class Cluster:
             namespace = run["metadata"]["namespace"]
             try:
                 for pod in self.core.list_namespaced_pod(namespace, label_selector=f"job-name={job}").items:
-                    lines = self.core.read_namespaced_pod_log(pod.metadata.name, namespace, tail_lines=1).strip()
-                    verdicts[result["name"]] = f"Job {job}: {lines}" if lines else f"Job {job} failed"
+                    # The gate's figures (stdout) and its verdict (stderr) are two streams whose order in the
+                    # log is the runtime's: its verdict line is the one it starts with "gate:".
+                    lines = self.core.read_namespaced_pod_log(pod.metadata.name, namespace, tail_lines=4).split("\n")
+                    lines = [line.strip() for line in lines if line.strip()]
+                    said = ([line for line in lines if line.startswith("gate: ")] or lines)[-1:]
+                    verdicts[result["name"]] = f"Job {job}: {said[0]}" if said else f"Job {job} failed"
             except ApiException as error:
                 verdicts[result["name"]] = f"Job {job} failed (its output cannot be read: {error.status})"
         return verdicts

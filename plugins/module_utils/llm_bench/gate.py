@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     found = verdict(level, args.ttft_p99, args.tpot_p99)
     found["limits"]["error_rate"] = args.max_error_rate
-    print(json.dumps(found))
+    print(json.dumps(found), flush=True)  # the figures before the verdict, whose line ends the log
     if found["missed"]:
         print(f"gate: {args.url} at {args.streams} streams missed: {'; '.join(found['missed'])}", file=sys.stderr)
         return 1
