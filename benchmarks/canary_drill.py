@@ -5,11 +5,13 @@ slower canary and the drill without a limit that can fail: lab/tests/e2e/test_ro
 On the converged lab, vLLM's stand-in (the calibration server, 8 slots, 2 replicas) under Argo
 Rollouts with a canary of half the replicas for a minute, judged every 20 s on TTFT P99 (at most
 120 % of stable) and the error ratio (at most 1 %), users streaming through the Service all along.
-For each bad version (+30 % TTFT; 5 % of requests failed), prints: whether it was aborted and rolled
-back, the seconds from its first traffic to the abort, the analysis that caught it with its measured
-value and limit, the streams and those failed, and the stable version's failed requests.
+For each bad version (+30 % TTFT; 5 % of requests failed; half the slots, as fast while idle, with the
+benchmark step on: a Job of the gate at a replica's slots against the canary's Service), prints: whether
+it was aborted and rolled back, the seconds from its first traffic to the abort, the analysis that caught
+it with its measured value and limit (the step's: the gate's verdict), the streams and those failed, and
+the stable version's failed requests.
 
-    python benchmarks/canary_drill.py [--versions slower,failing]
+    python benchmarks/canary_drill.py [--versions slower,failing,half-slots]
 """
 
 from __future__ import annotations
@@ -27,16 +29,22 @@ from gpufleet.lib.llm_bench import BenchConfig
 from gpufleet_lab import k8s as labk8s
 from kubernetes import config
 from test_autoscaling import GPU_KUBECONFIG
-from test_rollouts import FAILING, SLOWER, STABLE, bad_canary, canary, restore_lab
+from test_rollouts import BENCH, FAILING, HALF_SLOTS, SLOWER, STABLE, bad_canary, canary, restore_lab
 
 from gpufleet import runner
 
-VERSIONS = {"slower": SLOWER, "failing": FAILING}
+# Each a new version (its own --stand-in-revision: an aborted version stays aborted), and the role's
+# variables it is rolled out with.
+VERSIONS = {
+    "slower": ([*SLOWER, "--stand-in-revision", "11"], {}),
+    "failing": ([*FAILING, "--stand-in-revision", "12"], {}),
+    "half-slots": ([*HALF_SLOTS, "--stand-in-revision", "13"], BENCH),
+}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--versions", default="slower,failing", help=f"of {', '.join(VERSIONS)}")
+    parser.add_argument("--versions", default=",".join(VERSIONS), help=f"of {', '.join(VERSIONS)}")
     args = parser.parse_args()
     labk8s.up()
     assert runner.run_playbook("site.yml", lab.LAB_INVENTORY.parent, quiet=True).ok
@@ -48,7 +56,8 @@ def main() -> None:
     try:
         assert canary(STABLE).ok
         for name in args.versions.split(","):
-            r = bad_canary(kube, users, VERSIONS[name])
+            version, overrides = VERSIONS[name]
+            r = bad_canary(kube, users, version, **overrides)
             print(f"{name}: rolled back {r['rolled_back']}, {r['first_traffic_to_abort_s']} s from first traffic"
                   f" to abort; {r['streams']} streams, {r['failed']} failed ({r['failed_after_drain']} after the"
                   f" canary drained); stable pods {r['stable_pods']}, their failed requests"

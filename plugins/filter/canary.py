@@ -16,6 +16,7 @@ class FilterModule:
         return {
             "canary_problems": canary.problems,
             "canary_steps": canary.rollout_steps,
+            "canary_analysis_interval": canary.analysis_interval,
             "canary_analysis_template": canary.analysis_template,
             "canary_route_weights": canary.route_weights,
             "canary_series_probe": canary.series_probe,

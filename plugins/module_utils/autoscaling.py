@@ -98,7 +98,7 @@ def problems(triggers: Any, doc: Any, headroom: float, engine: str, variable: st
             if isinstance(given, bool) or not isinstance(given, int | float) or not given > 0:
                 found.append(f"{where}.threshold: {given!r}, not a number above 0")
                 continue
-        elif series[metric][0] != "summary_us" or _slo_slack(doc) is None:
+        elif series[metric][0] != "summary_us" or slo_slack(doc) is None:
             figure = series[metric][1]
             measured = replica.get(figure) if figure else None
             if isinstance(measured, bool) or not isinstance(measured, int | float) or not measured > 0:
@@ -125,12 +125,12 @@ def threshold(trigger: dict[str, Any], doc: Any, headroom: float, engine: str) -
     if metric in VLLM_BUCKETS:
         return next((bound for bound in VLLM_BUCKETS[metric] if bound >= measured), measured)
     if ENGINE_SERIES[engine][metric][0] == "summary_us":
-        slack = _slo_slack(doc)
+        slack = slo_slack(doc)
         return measured if slack is None else float(headroom) * (measured + slack)
     return measured * float(headroom)
 
 
-def _slo_slack(doc: Any) -> float | None:
+def slo_slack(doc: Any) -> float | None:
     """How much longer requests could wait at the recommended level before the E2E P99 reached the
     bench's SLO; None where the capacity file has no SLO (or no such slack) to derive it from."""
     doc = capacity.parsed(doc)

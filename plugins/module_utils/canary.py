@@ -12,14 +12,17 @@ failed more often than allowed aborts the Rollout, which Argo Rollouts then roll
 A limit is absolute (``250ms``, ``1.5s`` for a latency; ``1%`` for a ratio) or relative to stable
 (``120% of stable``). A limit left out comes from the capacity file, as the autoscaling thresholds do:
 a latency's is the bucket bound at or above the figure the bench measured at the recommended level (a
-P99 read from vLLM's buckets is no finer than they are), an error ratio's is the bench's own validity
-bound (a level with more errors is never recommended). A window without a request, or without the
+P99 read from vLLM's buckets is no finer than they are); Triton's queue time's is the wait at which
+requests would reach the bench's SLO there (the figure plus the SLO's slack: a queue of nearly 0 at
+the recommended level is no limit for a version under the fleet's load); an error ratio's is the
+bench's own validity bound (a level with more errors is never recommended). A window without a request, or without the
 canary's pods scraped yet, reads NaN or nothing: that measurement passes (there is nothing to judge);
 the benchmark step is what puts the canary under load.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -43,6 +46,11 @@ METRICS: dict[str, dict[str, tuple[str, str, Any, str | None]]] = {
         "failure_ratio": ("failures", "nv_inference_request", None, None),
     },
 }
+# A window the analysis can judge (``<role>_canary_analysis_interval: auto``): four scrapes of the
+# analysis' Prometheus (a rate over fewer samples is mostly noise, as Prometheus' own guidance has it),
+# and a hundred requests to the canary's pods at the first step at the capacity file's measured rate
+# (fewer cannot hold a P99, or one failure in a 1 % ratio). Rounded up to whole 10 s.
+SCRAPES_PER_WINDOW, REQUESTS_PER_WINDOW = 4, 100
 LIMIT = re.compile(r"^(?P<number>\d+(?:\.\d+)?)\s*(?P<unit>ms|s|%)(?P<relative>\s+of\s+stable)?$")
 # The canary's pods and the stable's, by the hash Argo Rollouts labels each version's pods with
 # (the analysis' arguments; the scaling Prometheus copies the label to each series).
@@ -84,17 +92,54 @@ def limit_problem(engine: str, metric: str, limit: Any) -> str | None:
 def default_limit(engine: str, metric: str, doc: Any) -> str | None:
     """The limit a metric gets without one of the user's (see the module's docstring), or None where the
     capacity file measured nothing for it."""
-    _kind, series, _quantile, figure = METRICS[engine][metric]
+    kind, series, _quantile, figure = METRICS[engine][metric]
     if figure is None:
         return f"{BenchConfig.max_error_rate:.0%}"
     if capacity.problems(doc, "-"):
         return None
     measured = capacity.parsed(doc)["replica"].get(figure)
+    slack = autoscaling.slo_slack(doc) if kind == "summary_us" else None
+    if slack is not None:
+        queued = measured if isinstance(measured, int | float) and not isinstance(measured, bool) else 0.0
+        return f"{(queued + slack) * 1000:.6g}ms" if queued + slack > 0 else None
     if isinstance(measured, bool) or not isinstance(measured, int | float) or not measured > 0:
         return None
     bounds = autoscaling.VLLM_BUCKETS.get(series, ())
     bound = next((b for b in bounds if b >= measured), float(measured))
     return f"{bound * 1000:.6g}ms"
+
+
+def analysis_interval(interval: Any, doc: Any, steps: Any, replicas: Any, scrape_interval: Any) -> str:
+    """The analysis' interval (and window): ``interval`` itself, or for ``auto`` the measured one above.
+    A value that is neither passes through, for ``problems`` to name."""
+    if str(interval).strip() != "auto":
+        return str(interval)
+    try:
+        seconds = SCRAPES_PER_WINDOW * duration_seconds(str(scrape_interval))
+    except ValueError:
+        return str(interval)
+    rate = requests_per_s(doc)
+    first = steps[0] if isinstance(steps, list) and steps and isinstance(steps[0], dict) else {}
+    weight = first.get("weight")
+    if rate and isinstance(weight, int) and not isinstance(weight, bool) and 0 < weight <= 100:
+        pods = max(1, -(-weight * int(replicas) // 100))  # Argo Rollouts rounds the canary's pods up
+        seconds = max(seconds, REQUESTS_PER_WINDOW / (rate * pods))
+    return f"{math.ceil(seconds / 10) * 10}s"
+
+
+def requests_per_s(doc: Any) -> float | None:
+    """The requests (Triton: inferences) a second one replica served at its recommended level, from the
+    capacity file; None without one."""
+    if capacity.problems(doc, "-"):
+        return None
+    parsed = capacity.parsed(doc)
+    tokens_per_s = parsed["replica"].get("output_tokens_per_s")
+    workload = parsed.get("workload") or {}
+    # A KServe v2 inference counts as one token in the bench's figures.
+    per_request: Any = 1 if workload.get("api") == "kserve_v2" else workload.get("max_tokens")
+    if not _positive(tokens_per_s) or not _positive(per_request):
+        return None
+    return float(tokens_per_s) / float(per_request)
 
 
 def problems(steps: Any, analysis: Any, interval: Any, replicas: Any, doc: Any, engine: str, role: str) -> list[str]:
@@ -105,7 +150,7 @@ def problems(steps: Any, analysis: Any, interval: Any, replicas: Any, doc: Any, 
     try:
         interval_s = duration_seconds(str(interval))
     except ValueError:
-        return [f"{v}_analysis_interval: {interval!r} is not a duration such as 1m or 30s"]
+        return [f"{v}_analysis_interval: {interval!r} is not a duration such as 1m or 30s, or auto"]
     if int(replicas) < 2:
         found.append(f"{role}_replicas={replicas}: a canary needs at least 2 replicas (one canary beside one stable);"
                      f" with one, set {role}_rollout: deployment")  # fmt: skip
@@ -211,8 +256,9 @@ def query(engine: str, metric: str, version: str, namespace: str, workload: str,
         return f'max({series}{{{selector},quantile="{detail}"}}) / 1e6'
     if kind == "ratio":
         return f"sum(rate({series}{{{selector},{detail}}}[{window}])) / sum(rate({series}{{{selector}}}[{window}]))"
+    # A failure counter Triton has not exported yet (no failure so far) counts none.
     failed, succeeded = (
-        f"sum(rate({series}_failure{{{selector}}}[{window}]))",
+        f"(sum(rate({series}_failure{{{selector}}}[{window}])) or vector(0))",
         f"sum(rate({series}_success{{{selector}}}[{window}]))",
     )
     return f"{failed} / ({failed} + {succeeded})"

@@ -212,6 +212,7 @@ class TritonMetrics:
     summary), and those waiting for an instance now."""
 
     success: int = 0
+    failure: int = 0  # requests the server failed (Triton's reason BACKEND: the model's execution)
     queue_us_total: float = 0.0
     pending: int = 0
     executing: int = 0  # not a series: what a drain on SIGTERM waits for, beside the pending ones
@@ -228,6 +229,8 @@ class TritonMetrics:
         values = sorted(v for _t, v in self.window)
         out = [
             "# TYPE nv_inference_request_success counter", f"nv_inference_request_success{{{labels}}} {self.success}",
+            "# TYPE nv_inference_request_failure counter",
+            f'nv_inference_request_failure{{{labels},reason="BACKEND"}} {self.failure}',
             "# TYPE nv_inference_queue_duration_us counter",
             f"nv_inference_queue_duration_us{{{labels}}} {self.queue_us_total:.0f}",
             "# TYPE nv_inference_pending_request_count gauge",
@@ -343,6 +346,7 @@ class Handler(asyncio.Protocol):
         s = self.schedule
         s.counters["requests"] += 1
         if s.fail_every and s.counters["requests"] % s.fail_every == 0:
+            s.triton.failure += 1
             self._respond("500 Internal Server Error", {"error": "injected failure (calibration server)"})
             return
         loop = asyncio.get_running_loop()

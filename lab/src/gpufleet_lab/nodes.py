@@ -341,9 +341,10 @@ def wait_ready(core: Any, node: RealNode, deadline: float) -> None:
 # --shutdown-timeout T ...`; the stand-in's own --stand-in-ttft S and --stand-in-fail-every N, given
 # through vllm_extra_args, make a version slower or failing, as a canary drill needs) or the triton
 # role's (`tritonserver --model-repository=R --exit-timeout-secs=T ...`: the first model of the
-# repository, its first instance count as the slots, the metrics port 8002 beside 8000); the rest is
-# ignored. As NVIDIA's image does, the entrypoint
-# runs the command it is given; with flags alone it is the calibration server.
+# repository, its first instance count as the slots, the metrics port 8002 beside 8000, and a model
+# config's parameter stand_in_fail_every, a failing version for a canary drill); the rest is ignored.
+# As NVIDIA's image does, the entrypoint runs the command it is given; with flags alone it is the
+# calibration server.
 CALIBRATION_CONTAINERFILE = """\
 FROM {base}
 COPY calibration_server.py /opt/gpufleet/calibration_server.py
@@ -365,8 +366,11 @@ RUN printf '%s\\n' '#!/bin/sh' \\
   'esac; done' \\
   'model=$(ls "$repo" 2>/dev/null | head -n 1)' \\
   'instances=$(grep -ho "count: *[0-9]*" "$repo/$model/config.pbtxt" 2>/dev/null | head -n 1 | tr -dc 0-9)' \\
+  'fail=$(cat "$repo/$model/config.pbtxt" 2>/dev/null | tr -d " \\n" \\
+    | grep -o "key:\\"stand_in_fail_every\\"value{{string_value:\\"[0-9]*" | tr -dc 0-9)' \\
   'exec python3 /opt/gpufleet/calibration_server.py --host 0.0.0.0 --port 8000 --metrics-port 8002 \\
-    --model "${{model:-calibration}}" --max-num-seqs "${{instances:-1}}" --shutdown-timeout "$drain"' \\
+    --model "${{model:-calibration}}" --max-num-seqs "${{instances:-1}}" --shutdown-timeout "$drain" \\
+    --fail-every "${{fail:-0}}"' \\
   > /usr/local/bin/tritonserver && chmod 755 /usr/local/bin/tritonserver
 RUN printf '%s\\n' '#!/bin/sh' \\
   'case $1 in vllm | tritonserver) exec "$@";; esac' \\

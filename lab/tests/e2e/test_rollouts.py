@@ -15,6 +15,14 @@ ratio), and prints the figures (docs/performance.md).
 The drill can fail: the same slower version rolled out with its analysis unable to fail (a limit of
 1000% of stable) is promoted, and the users' TTFT P99 rises with it.
 
+Triton's canary (triton_rollout canary), at the end, in the same cluster and controller (marked beyond_ci:
+its 5.5 minutes do not fit the CI's budget; `make drills` runs them): two replicas of
+the lab's Triton (the CALIBRATION SERVER behind Triton's command line, test_autoscaling's TRITON), a new
+version a changed model config, judged on Triton's request failures read from each pod's metrics port.
+A version whose config carries the stand-in's parameter stand_in_fail_every fails every 20th inference
+(5 %) and is aborted; each version reads a repository of its own on the node, so a stable pod restarted
+after the abort serves without a failure. Without a limit that can fail, it reaches every user.
+
 The benchmark step (vllm_canary_bench): a version with half the slots is as fast as the stable one while
 idle, and misses under a replica's load; the step's Job (the product's canary-bench image, from the lab's
 registry through the fleet's mirror) runs the gate against the canary's Service and aborts it. Without the
@@ -23,8 +31,10 @@ step, the Prometheus analysis alone (an idle canary judges nothing) promotes it.
 from __future__ import annotations
 
 import asyncio
+import copy
 import threading
 import time
+from urllib.parse import urlparse
 
 import gpufleet_lab as lab
 import pytest
@@ -35,7 +45,7 @@ from gpufleet.lib.llm_bench.http import auth_headers, send
 from gpufleet.lib.llm_bench.prompts import prompt_for
 from gpufleet.lib.llm_bench.records import RequestRecord
 from kubernetes import client, config
-from test_autoscaling import GPU_KUBECONFIG, ansible_module
+from test_autoscaling import GPU_KUBECONFIG, TRITON, TRITON_INPUTS, TRITON_NODE_PORT, ansible_module, triton_removed
 from test_drills import gpu_workloads, vllm_failure
 
 from gpufleet import runner
@@ -107,13 +117,15 @@ def stable(converged):
 
 
 class Users(threading.Thread):
-    """USERS streams back to back through the lab's vLLM Service (both versions' pods) until stopped,
-    a fresh connection each (the Service picks a pod per connection)."""
+    """``users`` streams (or Triton's inferences) back to back through a Service (both versions' pods)
+    until stopped, a fresh connection each (the Service picks a pod per connection); a request is
+    complete with ``tokens`` tokens (an inference counts one)."""
 
-    def __init__(self, cfg: BenchConfig) -> None:
+    def __init__(self, cfg: BenchConfig, users: int = USERS, tokens: int = TOKENS) -> None:
         super().__init__(daemon=True)
         self.cfg, self.records, self.stop = cfg, [], threading.Event()
         self.records: list[RequestRecord]
+        self.users, self.tokens = users, tokens
 
     def run(self) -> None:
         asyncio.run(self._streams())
@@ -130,9 +142,9 @@ class Users(threading.Thread):
             async def user(n: int) -> None:
                 while not self.stop.is_set():
                     self.records.append(await send(session, self.cfg, prompt_for(self.cfg, n), time.time()))
-                    n += USERS
+                    n += self.users
 
-            await asyncio.gather(*(user(i) for i in range(USERS)))
+            await asyncio.gather(*(user(i) for i in range(self.users)))
 
     def __enter__(self) -> Users:
         self.start()
@@ -143,7 +155,7 @@ class Users(threading.Thread):
         self.join()
 
     def failed(self, since: float = 0.0, until: float = float("inf")) -> int:
-        return sum(outcome(r, TOKENS) != "complete" for r in self.records if since <= r.start < until)
+        return sum(outcome(r, self.tokens) != "complete" for r in self.records if since <= r.start < until)
 
     def ttft_p99(self, since: float, until: float = float("inf")) -> float:
         ttfts = sorted(r.first_token - r.start for r in self.records if since <= r.start < until and r.first_token)
@@ -151,11 +163,12 @@ class Users(threading.Thread):
 
 
 class Rollout(threading.Thread):
-    """The Rollout's state every half second: when the new version's first pod was Ready (its first
-    traffic), each step it reached, and when it was aborted."""
+    """The state of Rollout ``name`` every half second: when the new version's first pod was Ready (its
+    first traffic), each step it reached, and when it was aborted."""
 
-    def __init__(self, kube: client.ApiClient) -> None:
+    def __init__(self, kube: client.ApiClient, name: str = "vllm") -> None:
         super().__init__(daemon=True)
+        self.name = name
         self.custom, self.core = client.CustomObjectsApi(kube), client.CoreV1Api(kube)
         self.stop = threading.Event()
         self.steps: set[int] = set()
@@ -166,7 +179,7 @@ class Rollout(threading.Thread):
     def run(self) -> None:
         while not self.stop.is_set():
             self.status = self.custom.get_namespaced_custom_object("argoproj.io", "v1alpha1", "inference", "rollouts",
-                                                                   "vllm").get("status") or {}  # fmt: skip
+                                                                   self.name).get("status") or {}  # fmt: skip
             current, stable_hash = self.status.get("currentPodHash"), self.status.get("stableRS")
             self.steps.add(int(self.status.get("currentStepIndex") or 0))
             if self.canary_ready_at is None and current and current != stable_hash:
@@ -261,14 +274,15 @@ def test_a_good_canary_is_promoted_through_every_step_with_no_failed_stream(stab
     assert passed and "rolled out, Healthy" in answer and "Successful" in answer, answer
 
 
-def bad_canary(kube: client.ApiClient, users: BenchConfig, version: list[str]) -> dict:
-    """A bad version rolled out as a canary under load: the run's failure message, the seconds from
-    the canary's first traffic to its abort, the streams (failed, and failed once the canary's pod had
-    drained) and the stable version's pods and failed requests afterwards."""
+def bad_canary(kube: client.ApiClient, users: BenchConfig, version: list[str], **overrides) -> dict:
+    """A bad version rolled out as a canary under load (``overrides``: more of the role's variables): the
+    run's failure message, the seconds from the canary's first traffic to its abort, the streams (failed,
+    and failed once the canary's pod had drained) and the stable version's pods and failed requests
+    afterwards."""
     with Users(users) as load, Rollout(kube) as rollout:
         time.sleep(2)
         stable_hash = rollout.status["stableRS"]
-        result = canary(version)
+        result = canary(version, **overrides)
         time.sleep(5)  # streams after the rollback
     ready, aborted = rollout.canary_ready_at, rollout.aborted_at
     pods, errors = served_errors(kube, stable_hash)
@@ -383,3 +397,176 @@ def test_without_the_benchmark_step_the_prometheus_analysis_promotes_a_canary_th
     missed = gate.main(load)
     print(f"the same version promoted without the step: the gate at {2 * SLOTS} streams exits {missed}")
     assert missed == 1
+
+
+# Triton's canary: two replicas of 4 instances each. 4 users keep about 40 inferences a second going,
+# half of them to a canary's pod, so a version failing 5 % fails about one a second: every 10 s window
+# sees it, and two failed windows abort it well within the minute's pause.
+TRITON_USERS = 4
+TRITON_CANARY = {
+    **TRITON, "triton_replicas": 2, "triton_rollout": "canary",
+    "triton_canary_steps": [{"weight": 50, "pause": "60s"}, {"weight": 100}],
+    "triton_canary_analysis": [{"metric": "failure_ratio", "limit": "1%"}],
+    "triton_canary_analysis_interval": "10s", "triton_canary_analysis_failures": 1,
+}  # fmt: skip
+
+
+def triton_version(**parameters: str) -> dict:
+    """The lab's Triton model with these config parameters (string values, as Triton's): a version of it."""
+    models = copy.deepcopy(TRITON["triton_models"])
+    models[0]["config"]["parameters"] = {key: {"string_value": value} for key, value in parameters.items()}
+    return {"triton_models": models}
+
+
+def triton_canary(revision: str, fail_every: str = "", **overrides) -> runner.Summary:
+    """The Triton play of playbooks/gpu_cluster.yml alone (the GPU nodes': vLLM's play, on the controller,
+    is left as it is), at a version of the model's config (failing every ``fail_every``-th inference where
+    given); Argo Rollouts and the scaling Prometheus are the vLLM canary's above."""
+    parameters = {"revision": revision, **({"stand_in_fail_every": fail_every} if fail_every else {})}
+    extravars = {"gpu_operator_enabled": False, **TRITON_CANARY, **triton_version(**parameters), **overrides}
+    return runner.run_playbook("playbooks/gpu_cluster.yml", lab.LAB_INVENTORY.parent, limit="gpu_nodes", quiet=True,
+                               extravars=extravars)  # fmt: skip
+
+
+def run_failure(summary: runner.Summary) -> str:
+    assert not summary.ok, "the run completed"
+    assert len(summary.failures) == 1, summary.failures
+    return " ".join(summary.failures[0].message.split())
+
+
+@pytest.fixture(scope="module")
+def triton_users(converged) -> BenchConfig:
+    """Triton's users: inferences through its NodePort on the lab's GPU node (the vLLM endpoint's host)."""
+    target = runner.bench_target(runner.inventory_vars(lab.LAB_INVENTORY.parent))
+    assert target is not None
+    return BenchConfig(base_url=f"http://{urlparse(target[0]).hostname}:{TRITON_NODE_PORT}", model="embed",
+                       api="kserve_v2", kserve_inputs=TRITON_INPUTS, request_timeout_s=30)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def triton_stable(stable):
+    """Triton under the canary strategy at its first version (a new Rollout starts all stable); afterwards
+    its objects out of the cluster, before the vLLM canary's teardown takes Argo Rollouts."""
+    try:
+        first = triton_canary("1")
+        assert first.ok, first.failures
+        yield
+    finally:
+        failed = triton_removed()
+        for api, kind, name in (("argoproj.io/v1alpha1", "Rollout", "triton"),
+                                ("argoproj.io/v1alpha1", "AnalysisTemplate", "triton-canary"),
+                                ("v1", "Service", "triton-canary"), ("v1", "Service", "triton-stable")):  # fmt: skip
+            ok, answer = ansible_module("kubernetes.core.k8s", {
+                "kubeconfig": GPU_KUBECONFIG, "api_version": api, "kind": kind, "name": name,
+                "namespace": "inference", "state": "absent", "wait": True, "wait_timeout": 120,
+            }, timeout=180)  # fmt: skip
+            failed += [] if ok else [answer]
+        assert not failed, failed
+
+
+def triton_failed_inferences(kube: client.ApiClient, pod_hash: str) -> tuple[int, float]:
+    """(pods, inferences Triton failed) of one version's pods, from their own metrics port."""
+    core = client.CoreV1Api(kube)
+    pods = core.list_namespaced_pod("inference", label_selector=f"rollouts-pod-template-hash={pod_hash}").items
+    failed = 0.0
+    for pod in pods:
+        text = core.connect_get_namespaced_pod_proxy_with_path(f"{pod.metadata.name}:8002", "inference", "metrics")
+        failed += sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                      if line.startswith("nv_inference_request_failure{"))  # fmt: skip
+    return len(pods), failed
+
+
+def failing_triton_canary(kube: client.ApiClient, users: BenchConfig, revision: str, **overrides) -> dict:
+    """The version failing 5 % (a new one at each ``revision``: an aborted version stays aborted) rolled
+    out under load: the run, the seconds from the canary's first traffic to its abort, and the inferences
+    failed in all and from 10 s past the abort or the promotion (the canary's pods gone, or everyone's)."""
+    with Users(users, TRITON_USERS, 1) as load, Rollout(kube, "triton") as rollout:
+        time.sleep(2)
+        stable_hash = rollout.status["stableRS"]
+        result = triton_canary(revision, fail_every="20", **overrides)
+        ended = time.time()
+        time.sleep(15)
+    ready, aborted = rollout.canary_ready_at, rollout.aborted_at
+    return {
+        "result": result,
+        "stable_hash": stable_hash,
+        "status": rollout.status,
+        "first_traffic_to_abort_s": round(aborted - ready, 1) if aborted and ready else None,
+        "inferences": len(load.records),
+        "failed": load.failed(),
+        "failed_after": load.failed(since=(aborted or ended) + 10),
+    }
+
+
+@pytest.mark.beyond_ci
+def test_a_failing_triton_canary_is_aborted_and_the_stable_pods_keep_their_own_repository(
+    triton_stable, kube, triton_users
+):
+    """5 % failed inferences: caught by the failure ratio within the first step and rolled back. The stable
+    pods served no failure, and one restarted afterwards (as a scale-up or a node's restart starts one)
+    reads the stable version's repository, not the aborted canary's config."""
+    drill = failing_triton_canary(kube, triton_users, "2")
+    message = run_failure(drill["result"])
+    pods, stable_failed = triton_failed_inferences(kube, drill["stable_hash"])
+    print(f"failing Triton canary: {message}; first traffic to abort {drill['first_traffic_to_abort_s']} s,"
+          f" {drill['inferences']} inferences, {drill['failed']} failed (the canary's),"
+          f" {drill['failed_after']} after the rollback; the stable pods' failures {stable_failed:g}")  # fmt: skip
+    assert "the canary was aborted and rolled back to the stable version" in message, message
+    assert "failure-ratio measured" in message, message
+    assert drill["status"]["stableRS"] == drill["stable_hash"] and pods == 2, drill["status"]
+    assert drill["first_traffic_to_abort_s"] is not None and drill["first_traffic_to_abort_s"] < 60, drill
+    assert drill["failed_after"] == 0 and stable_failed == 0, drill
+
+    core = client.CoreV1Api(kube)
+    selector = f"rollouts-pod-template-hash={drill['stable_hash']}"
+    restarted = core.list_namespaced_pod("inference", label_selector=selector).items[0].metadata.name
+    core.delete_namespaced_pod(restarted, "inference", grace_period_seconds=0)
+    ready: list = []
+    deadline = time.time() + 120
+    while len(ready) < 2 and time.time() < deadline:
+        time.sleep(1)
+        pods_now = core.list_namespaced_pod("inference", label_selector=selector).items
+        ready = [p for p in pods_now if p.metadata.name != restarted and p.metadata.deletion_timestamp is None
+                 and any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])]  # fmt: skip
+    assert len(ready) == 2, "the restarted stable pod was not Ready within 120 s"
+    with Users(triton_users, TRITON_USERS, 1) as load:
+        time.sleep(10)
+    print(f"a stable pod restarted after the abort: {len(load.records)} inferences, {load.failed()} failed")
+    assert len(load.records) > 100 and load.failed() == 0, load.failed()
+
+
+@pytest.mark.beyond_ci
+def test_a_good_triton_canary_is_promoted_through_every_step_with_no_failed_inference(
+    triton_stable, kube, triton_users
+):
+    with Users(triton_users, TRITON_USERS, 1) as load, Rollout(kube, "triton") as rollout:
+        time.sleep(2)
+        first_stable = rollout.status.get("stableRS")
+        started = time.time()
+        promoted = triton_canary("3")
+        took = round(time.time() - started, 1)
+    print(f"good Triton canary: promoted in {took} s, steps {sorted(rollout.steps)}, {len(load.records)}"
+          f" inferences, {load.failed()} failed")  # fmt: skip
+    assert promoted.ok, promoted.failures
+    assert rollout.status["phase"] == "Healthy" and rollout.status["stableRS"] != first_stable, rollout.status
+    assert {1, 2} <= rollout.steps, rollout.steps
+    assert len(load.records) > 500 and load.failed() == 0, load.failed()
+    # `gpufleet verify`'s Triton canary check: the phase and the last analysis.
+    args = {"kubeconfig": GPU_KUBECONFIG, "namespace": "inference", "kind": "Rollout", "name": "triton", "timeout": 30}
+    passed, answer = ansible_module("gpufleet.platform.rollout_status", args)
+    print(f"verify's Triton canary check: {answer.strip()}")
+    assert passed and "rolled out, Healthy" in answer and "Successful" in answer, answer
+
+
+@pytest.mark.beyond_ci
+@pytest.mark.protection_off
+def test_without_a_limit_that_can_fail_the_failing_triton_version_reaches_every_user(triton_stable, kube, triton_users):
+    """The drill can fail: the failing version, its failure ratio allowed up to 100 %, is promoted, and the
+    users' inferences go on failing after it (where the analysis above stopped them)."""
+    unbounded = [{"metric": "failure_ratio", "limit": "100%"}]
+    drill = failing_triton_canary(kube, triton_users, "4", triton_canary_analysis=unbounded)
+    print(f"failing Triton canary, no limit that can fail: {drill['inferences']} inferences, {drill['failed']}"
+          f" failed, {drill['failed_after']} after the promotion")  # fmt: skip
+    assert drill["result"].ok, drill["result"].failures
+    assert drill["status"]["stableRS"] != drill["stable_hash"], drill["status"]
+    assert drill["failed_after"] > 0, drill

@@ -91,7 +91,25 @@ def test_a_limit_the_capacity_file_cannot_give_is_named_and_one_of_each_kind_per
 
 def test_a_canary_on_one_replica_and_an_interval_that_is_no_duration_are_named():
     assert any(p.startswith("vllm_replicas=1: a canary needs at least 2 replicas") for p in problems(replicas=1))
-    assert problems(interval="often") == ["vllm_canary_analysis_interval: 'often' is not a duration such as 1m or 30s"]
+    assert problems(interval="often") == [
+        "vllm_canary_analysis_interval: 'often' is not a duration such as 1m or 30s, or auto"
+    ]
+
+
+def test_an_auto_interval_is_four_scrapes_and_a_hundred_requests_to_the_first_steps_canary():
+    """The H200's replica served 13,289 tokens/s of 128 (104 requests/s): a hundred requests take 1 s, so
+    four 5 s scrapes decide (20s). A model 50 times slower (2 requests/s) at 10 % of 4 replicas (one
+    canary pod) needs 48 s for a hundred: 50s. An explicit interval is taken as it is."""
+    assert canary.requests_per_s(REFERENCE) == pytest.approx(13288.6 / 128, rel=1e-4)
+    assert canary.analysis_interval("auto", REFERENCE, STEPS, 4, "5s") == "20s"
+    slow = {**REFERENCE, "replica": {**REFERENCE["replica"], "output_tokens_per_s": 13288.6 / 50}}
+    assert canary.analysis_interval("auto", slow, STEPS, 4, "5s") == "50s"
+    assert canary.analysis_interval("auto", slow, [{"weight": 50, "pause": "5m"}, {"weight": 100}], 4, "5s") == "30s"
+    assert canary.analysis_interval("auto", None, STEPS, 4, "15s") == "60s"  # no capacity file: the scrapes
+    assert canary.analysis_interval("1m", slow, STEPS, 4, "5s") == "1m"
+    # Triton's inferences count one each: 10 a second.
+    assert canary.requests_per_s({**TRITON_CAPACITY, "replica": {**TRITON_CAPACITY["replica"],
+                                                                  "output_tokens_per_s": 10.0}}) == 10.0  # fmt: skip
 
 
 def test_the_analysis_compares_the_canarys_pods_with_the_stables_over_the_same_window():
@@ -115,6 +133,42 @@ def test_the_analysis_compares_the_canarys_pods_with_the_stables_over_the_same_w
     assert all(
         m["provider"]["prometheus"]["address"] == URL and m["interval"] == "30s" for m in template["spec"]["metrics"]
     )
+
+
+# A Triton model without dynamic batching, measured by `gpufleet bench --api kserve_v2 --server triton`:
+# nothing queued at the recommended level, whose E2E P99 (0.2 s) leaves 0.6 s of the SLO's 0.8 s.
+TRITON_CAPACITY = {
+    **REFERENCE, "model": "embed", "engine": {"name": "triton", "version": None}, "slo": {"e2e_p99_s": 0.8},
+    "workload": {**REFERENCE["workload"], "api": "kserve_v2"},
+    "replica": {**REFERENCE["replica"], "e2e_p99_s": 0.2, "queue_time_p99_s": 0.0, "waiting_max": 0.0},
+}  # fmt: skip
+
+
+def test_tritons_analysis_judges_its_failure_ratio_and_the_queue_time_the_slo_allows():
+    """A queue P99 of nearly 0 at the recommended level is no limit under the fleet's load: the queue's
+    default limit is the wait at which requests would reach the bench's SLO (0.6 s here)."""
+    analysis = [{"metric": "failure_ratio"}, {"metric": "queue_p99"}]
+    assert canary.problems(STEPS, analysis, "1m", 2, TRITON_CAPACITY, "triton", "triton") == []
+    assert canary.default_limit("triton", "queue_p99", TRITON_CAPACITY) == "600ms"
+    assert canary.default_limit("triton", "failure_ratio", None) == "1%"
+    # Without an SLO in the file, the measured figure (none queued: no limit to give).
+    unslo = {**TRITON_CAPACITY, "slo": {}}
+    [problem] = canary.problems(STEPS, analysis, "1m", 2, unslo, "triton", "triton")
+    assert problem == (
+        "triton_canary_analysis[1].limit: none given, and triton_capacity_file measured none for queue_p99"
+    )
+    template = canary.analysis_template("triton-canary", "inference", {}, analysis, TRITON_CAPACITY, "triton",
+                                        "triton", "1m", 1, URL)  # fmt: skip
+    failures, queue = template["spec"]["metrics"]
+    selector = 'namespace="inference",workload="triton",rollouts_pod_template_hash="{{args.canary-hash}}"'
+    failed = f"(sum(rate(nv_inference_request_failure{{{selector}}}[1m])) or vector(0))"
+    assert failures["provider"]["prometheus"]["query"] == (
+        f"{failed} / ({failed} + sum(rate(nv_inference_request_success{{{selector}}}[1m])))"
+    )
+    assert failures["successCondition"] == "all(result, {isNaN(#) || # <= 0.01})"
+    queue_p99 = f'max(nv_inference_queue_summary_us{{{selector},quantile="0.99"}}) / 1e6'
+    assert queue["provider"]["prometheus"]["query"] == queue_p99
+    assert queue["successCondition"] == "all(result, {isNaN(#) || # <= 0.6})"
 
 
 def test_an_aborted_analysis_is_named_with_its_measured_value_and_limit():
