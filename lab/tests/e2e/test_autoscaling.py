@@ -365,12 +365,19 @@ TRITON = {
 TRITON_USERS = (TRITON_INSTANCES, 6 * TRITON_INSTANCES)
 
 
-def triton_removed() -> list[str]:
-    """The lab's Triton, its ScaledObject first (KEDA removes its HPA), out of the GPU cluster: what failed."""
+def triton_removed(canary: bool = False) -> list[str]:
+    """The lab's Triton, its ScaledObject first (KEDA removes its HPA), out of the GPU cluster, and with
+    ``canary`` its Rollout, AnalysisTemplate and version Services (triton_rollout canary): what failed."""
+    objects = [("keda.sh/v1alpha1", "ScaledObject", "triton")]
+    if canary:
+        objects += [("argoproj.io/v1alpha1", "Rollout", "triton"),
+                    ("argoproj.io/v1alpha1", "AnalysisTemplate", "triton-canary"),
+                    ("v1", "Service", "triton-canary"), ("v1", "Service", "triton-stable")]  # fmt: skip
+    objects += [("apps/v1", "Deployment", "triton"), ("v1", "Service", "triton")]
     failed = []
-    for api, kind in (("keda.sh/v1alpha1", "ScaledObject"), ("apps/v1", "Deployment"), ("v1", "Service")):
+    for api, kind, name in objects:
         ok, answer = ansible_module("kubernetes.core.k8s", {
-            "kubeconfig": GPU_KUBECONFIG, "api_version": api, "kind": kind, "name": "triton", "namespace": "inference",
+            "kubeconfig": GPU_KUBECONFIG, "api_version": api, "kind": kind, "name": name, "namespace": "inference",
             "state": "absent", "wait": True, "wait_timeout": 120,
         }, timeout=180)  # fmt: skip
         if not ok and "Failed to find exact match for keda.sh" not in answer:  # no KEDA: no ScaledObject

@@ -90,11 +90,17 @@ def gpu_workloads(**extravars) -> runner.Summary:
 SHORT_GRACE = {"vllm_rollout_grace_seconds": 20}
 
 
-def vllm_failure(summary: runner.Summary) -> str:
+def run_failure(summary: runner.Summary, host: str | None = None) -> str:
+    """The one failure of a run that had to fail (of ``host``'s tasks where given), on one line."""
     assert not summary.ok, "the run completed"
-    messages = [f.message for f in summary.failures if f.host == "localhost"]
+    messages = [f.message for f in summary.failures if host is None or f.host == host]
     assert len(messages) == 1, summary.failures
     return " ".join(messages[0].split())
+
+
+def vllm_failure(summary: runner.Summary) -> str:
+    """The vllm role's failure: its tasks run on the controller."""
+    return run_failure(summary, "localhost")
 
 
 def test_an_image_missing_from_the_mirror_is_named_then_a_rerun_completes(converged):

@@ -46,7 +46,7 @@ from gpufleet.lib.llm_bench.prompts import prompt_for
 from gpufleet.lib.llm_bench.records import RequestRecord
 from kubernetes import client, config
 from test_autoscaling import GPU_KUBECONFIG, TRITON, TRITON_INPUTS, TRITON_NODE_PORT, ansible_module, triton_removed
-from test_drills import gpu_workloads, vllm_failure
+from test_drills import gpu_workloads, run_failure, vllm_failure
 
 from gpufleet import runner
 
@@ -203,17 +203,24 @@ class Rollout(threading.Thread):
         self.join()
 
 
-def served_errors(kube: client.ApiClient, pod_hash: str) -> tuple[int, float]:
-    """(pods, requests the engine failed) of one version's pods, from their own /metrics."""
+def version_failures(
+    kube: client.ApiClient, pod_hash: str, port: int, series: str, label: str = ""
+) -> tuple[int, float]:
+    """(pods, requests the engine failed) of one version's pods, from their own metrics ``port``: the sum
+    of ``series``' samples (those with ``label`` where given)."""
     core = client.CoreV1Api(kube)
     pods = core.list_namespaced_pod("inference", label_selector=f"rollouts-pod-template-hash={pod_hash}").items
-    errors = 0.0
+    failed = 0.0
     for pod in pods:
-        text = core.connect_get_namespaced_pod_proxy_with_path(f"{pod.metadata.name}:8000", "inference", "metrics")
-        failed = [line for line in text.splitlines() if line.startswith('vllm:request_success_total{')
-                  and 'finished_reason="error"' in line]  # fmt: skip
-        errors += sum(float(line.rsplit(" ", 1)[1]) for line in failed)
-    return len(pods), errors
+        text = core.connect_get_namespaced_pod_proxy_with_path(f"{pod.metadata.name}:{port}", "inference", "metrics")
+        failed += sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                      if line.startswith(series + "{") and label in line)  # fmt: skip
+    return len(pods), failed
+
+
+def served_errors(kube: client.ApiClient, pod_hash: str) -> tuple[int, float]:
+    """vLLM's: the requests it finished with an error."""
+    return version_failures(kube, pod_hash, 8000, "vllm:request_success_total", 'finished_reason="error"')
 
 
 class ScaleOut(threading.Thread):
@@ -428,12 +435,6 @@ def triton_canary(revision: str, fail_every: str = "", **overrides) -> runner.Su
                                extravars=extravars)  # fmt: skip
 
 
-def run_failure(summary: runner.Summary) -> str:
-    assert not summary.ok, "the run completed"
-    assert len(summary.failures) == 1, summary.failures
-    return " ".join(summary.failures[0].message.split())
-
-
 @pytest.fixture(scope="module")
 def triton_users(converged) -> BenchConfig:
     """Triton's users: inferences through its NodePort on the lab's GPU node (the vLLM endpoint's host)."""
@@ -452,28 +453,7 @@ def triton_stable(stable):
         assert first.ok, first.failures
         yield
     finally:
-        failed = triton_removed()
-        for api, kind, name in (("argoproj.io/v1alpha1", "Rollout", "triton"),
-                                ("argoproj.io/v1alpha1", "AnalysisTemplate", "triton-canary"),
-                                ("v1", "Service", "triton-canary"), ("v1", "Service", "triton-stable")):  # fmt: skip
-            ok, answer = ansible_module("kubernetes.core.k8s", {
-                "kubeconfig": GPU_KUBECONFIG, "api_version": api, "kind": kind, "name": name,
-                "namespace": "inference", "state": "absent", "wait": True, "wait_timeout": 120,
-            }, timeout=180)  # fmt: skip
-            failed += [] if ok else [answer]
-        assert not failed, failed
-
-
-def triton_failed_inferences(kube: client.ApiClient, pod_hash: str) -> tuple[int, float]:
-    """(pods, inferences Triton failed) of one version's pods, from their own metrics port."""
-    core = client.CoreV1Api(kube)
-    pods = core.list_namespaced_pod("inference", label_selector=f"rollouts-pod-template-hash={pod_hash}").items
-    failed = 0.0
-    for pod in pods:
-        text = core.connect_get_namespaced_pod_proxy_with_path(f"{pod.metadata.name}:8002", "inference", "metrics")
-        failed += sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-                      if line.startswith("nv_inference_request_failure{"))  # fmt: skip
-    return len(pods), failed
+        assert not triton_removed(canary=True)
 
 
 def failing_triton_canary(kube: client.ApiClient, users: BenchConfig, revision: str, **overrides) -> dict:
@@ -507,7 +487,7 @@ def test_a_failing_triton_canary_is_aborted_and_the_stable_pods_keep_their_own_r
     reads the stable version's repository, not the aborted canary's config."""
     drill = failing_triton_canary(kube, triton_users, "2")
     message = run_failure(drill["result"])
-    pods, stable_failed = triton_failed_inferences(kube, drill["stable_hash"])
+    pods, stable_failed = version_failures(kube, drill["stable_hash"], 8002, "nv_inference_request_failure")
     print(f"failing Triton canary: {message}; first traffic to abort {drill['first_traffic_to_abort_s']} s,"
           f" {drill['inferences']} inferences, {drill['failed']} failed (the canary's),"
           f" {drill['failed_after']} after the rollback; the stable pods' failures {stable_failed:g}")  # fmt: skip
