@@ -9,6 +9,7 @@ pending requests, read from the Prometheus that scrapes the server, fill ``serve
 
 from __future__ import annotations
 
+import itertools
 import time
 from typing import TYPE_CHECKING
 
@@ -31,6 +32,35 @@ def prometheus_label_values(url: str, selector: str, label: str, at: float) -> l
 
     return sorted({str(r["metric"][label]) for r in query(url, f"count by ({label}) ({selector})", at)
                    if r["metric"].get(label)})  # fmt: skip
+
+
+def histogram_p99(buckets: dict[float, float]) -> tuple[float | None, float | None]:
+    """A classic histogram's P99 from its buckets' counts (cumulative, by upper bound, +Inf among them), as
+    Prometheus's histogram_quantile interpolates it: (P99, None); or (None, the lowest bound) where the
+    P99 falls in the lowest bucket. There histogram_quantile interpolates from 0 and reads 0.99 of the
+    bound whatever the requests did (vLLM's queue time read 297 ms with no request queued): only the
+    bound is known. (None, None) where the window counted nothing."""
+    bounds = sorted(buckets)
+    total = buckets.get(float("inf"), 0.0)
+    if not bounds or total <= 0:
+        return None, None
+    rank = 0.99 * total
+    if buckets[bounds[0]] >= rank:
+        return None, bounds[0]
+    for lower, upper in itertools.pairwise(bounds):
+        if buckets[upper] >= rank:
+            if upper == float("inf"):
+                return lower, None  # beyond the highest finite bound: Prometheus returns that bound
+            share = (rank - buckets[lower]) / (buckets[upper] - buckets[lower])
+            return lower + (upper - lower) * share, None
+    return None, None
+
+
+def prometheus_buckets(url: str, promql: str, at: float) -> dict[float, float]:
+    """A query's result by its ``le`` label (a histogram's buckets summed by le), as numbers."""
+    from .prometheus_verify import query
+
+    return {float(r["metric"]["le"]): float(r["value"][1]) for r in query(url, promql, at) if "le" in r["metric"]}
 
 
 # The label the lab's FIXTURE dcgm-exporter puts on every series (no real exporter has it): figures
@@ -173,7 +203,8 @@ def local_gpu() -> NvmlGpu | None:
 
 class VllmServer:
     """Per level, from the Prometheus that scrapes vLLM: the server's own queue time (mean, and
-    P99 from its histogram), KV cache usage (mean and peak) and preemptions over the window."""
+    P99 from its histogram, or the bound it is below: ``histogram_p99``), KV cache usage (mean and
+    peak) and preemptions over the window."""
 
     source = "prometheus (vLLM)"
 
@@ -188,12 +219,16 @@ class VllmServer:
         sel, at = "{" + self.selector + "}", level.window_end
         queue = f"vllm:request_queue_time_seconds_sum{sel}", f"vllm:request_queue_time_seconds_count{sel}"
         buckets = f"vllm:request_queue_time_seconds_bucket{sel}{window}"
+        queue_p99, queue_p99_at_most = histogram_p99(
+            prometheus_buckets(self.url, f"sum by (le) (increase({buckets}))", at)
+        )
         level.server = {
             "source": self.source,
             "queue_time_mean_s": self._scalar(
                 f"sum(increase({queue[0]}{window})) / sum(increase({queue[1]}{window}))", at
             ),
-            "queue_time_p99_s": self._scalar(f"histogram_quantile(0.99, sum by (le) (increase({buckets})))", at),
+            "queue_time_p99_s": queue_p99,
+            "queue_time_p99_at_most_s": queue_p99_at_most,
             "kv_cache_usage_mean": self._scalar(f"avg(avg_over_time(vllm:kv_cache_usage_perc{sel}{window}))", at),
             "kv_cache_usage_max": self._scalar(f"max(max_over_time(vllm:kv_cache_usage_perc{sel}{window}))", at),
             "preemptions": self._scalar(f"sum(increase(vllm:num_preemptions_total{sel}{window}))", at),

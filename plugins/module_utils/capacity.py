@@ -29,13 +29,24 @@ def from_benchmark(
 ) -> dict[str, Any] | None:
     """The capacity file of a benchmark result (BenchResult.as_dict()); None when no level was recommended.
     ``cold_start_s``: a new replica's time from pod creation to Ready (cold_start_seconds), where read."""
-    index = result.get("operating_point_index")
+    config = result["config"]
+    searched = bool(config.get("search"))
+    index = result.get("capacity_index" if searched else "operating_point_index")
     if index is None:
         return None
     level = result["levels"][index]
     server = level.get("server") or {}
     knee = result.get("knee_index")
-    config = result["config"]
+    # An open loop's level is a rate: the streams it held are its rate times its mean E2E (Little's law).
+    streams = level["level"]
+    if config.get("mode") == "open":
+        streams = max(1, math.ceil(level["requests_per_s"] * (level["e2e"].get("mean") or 0)))
+    slo: dict[str, Any] = {"e2e_p99_s": config.get("p99_slo_s") or (config.get("slo_e2e_s") if searched else None)}
+    if searched:
+        slo.update(
+            ttft_s=config.get("slo_ttft_s"), tpot_s=config.get("slo_tpot_s"), e2e_s=config.get("slo_e2e_s"),
+            goodput_share=config.get("goodput_share_min"), measured_share=level.get("goodput_share"),
+        )  # fmt: skip
     return {
         "kind": KIND,
         "version": VERSION,
@@ -49,9 +60,12 @@ def from_benchmark(
             "prompt_words": config.get("prompt_words"),
             "fixed_length": bool((result.get("fixed_length") or {}).get("used")),
         },
-        "slo": {"e2e_p99_s": config.get("p99_slo_s")},
+        "slo": slo,
+        # How the figures were found: the ladder's recommended level, or the SLO capacity search's answer.
+        "found_by": ("capacity search, " if searched else "ladder, ") + f"{config.get('mode', 'closed')} loop",
         "replica": {
-            "streams": level["level"],
+            "streams": streams,
+            "requests_per_s": level["requests_per_s"],
             "output_tokens_per_s": level["output_tokens_per_s"],
             "ttft_p99_s": level["ttft"]["p99"],
             "tpot_p99_s": level["tpot"]["p99"],
@@ -59,7 +73,12 @@ def from_benchmark(
             # The engine's own view, where the bench read it (vLLM's series through Prometheus).
             "waiting_max": server.get("waiting_max"),
             "kv_cache_usage_max": server.get("kv_cache_usage_max"),
-            "queue_time_p99_s": server.get("queue_time_p99_s"),
+            # Where every request fell in the histogram's lowest bucket, its bound: the P99 is at most that.
+            "queue_time_p99_s": (
+                server.get("queue_time_p99_s")
+                if server.get("queue_time_p99_s") is not None
+                else server.get("queue_time_p99_at_most_s")
+            ),
         },
         "knee_streams": result["levels"][knee]["level"] if knee is not None else None,
         "cold_start_s": cold_start_s,

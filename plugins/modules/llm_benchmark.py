@@ -48,10 +48,36 @@ options:
     elements: float
     default: [1, 5, 30]
   mode:
-    description: C(closed) keeps N users busy back to back; C(open) sends Poisson arrivals at a rate.
+    description: C(closed) keeps N users busy back to back; C(open) sends arrivals at a rate, whatever the server does.
     type: str
     choices: [closed, open]
     default: closed
+  arrival:
+    description:
+      - Open loop, the gaps between arrivals. C(poisson) exponential; C(gamma) of shape O(burstiness) with the same
+        mean (as vLLM's bench and AIPerf define it); C(constant) evenly spaced.
+    type: str
+    choices: [poisson, gamma, constant]
+    default: poisson
+  burstiness:
+    description: Open loop, gamma arrivals, the gamma's shape; 1 is Poisson, below 1 burstier, above 1 steadier.
+    type: float
+    default: 1.0
+  max_concurrency:
+    description: Open loop, at most this many requests in flight (0 for no cap); an arrival beyond it waits for a slot,
+      and the wait counts as queue time.
+    type: int
+    default: 0
+  repeats:
+    description: Runs of each level, back to back (1 to 10); each figure is then their mean, with a 95% confidence
+      interval, and the knee, the recommendation and drops read the intervals.
+    type: int
+    default: 1
+  max_tokens_stddev:
+    description: Output lengths drawn per request from a normal around O(max_tokens) with this deviation (seeded, at
+      least 1); 0 for every request O(max_tokens).
+    type: float
+    default: 0
   auto_ladder_max:
     description: When above 0, ignore O(levels) and double concurrency from 1 up to this, stopping after the knee.
     type: int
@@ -216,6 +242,11 @@ def main() -> None:
             "stream": {"type": "bool", "default": True},
             "levels": {"type": "list", "elements": "float", "default": [1, 5, 30]},
             "mode": {"type": "str", "choices": ["closed", "open"], "default": "closed"},
+            "arrival": {"type": "str", "choices": ["poisson", "gamma", "constant"], "default": "poisson"},
+            "burstiness": {"type": "float", "default": 1.0},
+            "max_concurrency": {"type": "int", "default": 0},
+            "max_tokens_stddev": {"type": "float", "default": 0},
+            "repeats": {"type": "int", "default": 1},
             "auto_ladder_max": {"type": "int", "default": 0},
             "warmup": {"type": "float", "default": 5},
             "duration": {"type": "float", "default": 30},
@@ -245,6 +276,13 @@ def main() -> None:
         module.fail_json(msg=missing_required_lib("aiohttp"))
     if p["mode"] == "closed" and any(level < 1 or level != int(level) for level in p["levels"]):
         module.fail_json(msg=f"levels={p['levels']}: closed-loop levels are user counts, whole numbers >= 1")
+    if not 1 <= p["repeats"] <= 10:
+        module.fail_json(msg=f"repeats={p['repeats']}: from 1 to 10 runs of each level")
+    if not p["burstiness"] > 0 or p["max_concurrency"] < 0 or p["max_tokens_stddev"] < 0:
+        module.fail_json(
+            msg=f"burstiness={p['burstiness']}, max_concurrency={p['max_concurrency']}, max_tokens_stddev="
+            f"{p['max_tokens_stddev']}: burstiness above 0, the others 0 or more"
+        )
     if p["prompt_words"] is not None and (
         len(p["prompt_words"]) != 2 or not 0 < p["prompt_words"][0] <= p["prompt_words"][1]
     ):
@@ -261,7 +299,9 @@ def main() -> None:
         module.exit_json(changed=False, skipped=True, msg="check mode: no load sent")
     cfg = BenchConfig(
         base_url=p["url"], model=p["model"], api=p["api"], stream=p["stream"] and p["api"] != "kserve_v2",
-        levels=[int(x) if p["mode"] == "closed" else x for x in p["levels"]], mode=p["mode"],
+        levels=[int(x) if p["mode"] == "closed" else x for x in p["levels"]], mode=p["mode"], arrival=p["arrival"],
+        burstiness=p["burstiness"], max_concurrency=p["max_concurrency"], max_tokens_stddev=p["max_tokens_stddev"],
+        repeats=p["repeats"],
         auto_ladder_max=p["auto_ladder_max"], warmup_s=p["warmup"], duration_s=p["duration"],
         max_tokens=p["max_tokens"], fixed_length=p["fixed_length"], prompt=p["prompt"],
         prompt_words=tuple(p["prompt_words"]) if p["prompt_words"] else None, seed=p["seed"],

@@ -159,8 +159,70 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return _run_playbook(args, "playbooks/verify.yml", checks=True)
 
 
+def _slo(text: str | None) -> dict[str, float]:
+    """``--slo ttft=0.5,e2e=4`` as the BenchConfig's slo_*_s; a ValueError names what is wrong."""
+    if not text:
+        return {}
+    found = {}
+    for item in text.split(","):
+        name, _, value = item.partition("=")
+        key = name.strip().removesuffix("_p99")
+        try:
+            seconds = float(value)
+        except ValueError:
+            seconds = -1.0
+        if key not in ("ttft", "tpot", "e2e") or not seconds > 0:
+            raise ValueError(f"--slo: {item!r}: give ttft, tpot or e2e, each =seconds above 0 (e.g. ttft=0.5,e2e=4)")
+        found[f"slo_{key}_s"] = seconds
+    return found
+
+
+def _load(args: argparse.Namespace) -> dict[str, Any]:
+    """The ladder's load from the options: its mode and levels, arrivals and output lengths; a ValueError
+    names the option that is wrong."""
+    if args.levels and args.rates:
+        raise ValueError("--levels (a closed loop of streams) and --rates (an open loop of arrivals): one, not both")
+    slo = _slo(args.slo)
+    search = {}
+    if args.search:
+        if args.levels or args.rates:
+            raise ValueError(f"--search {args.search} chooses its own levels: give it without --levels or --rates")
+        if not slo:
+            raise ValueError(f"--search {args.search} looks for the highest level within an SLO: give --slo")
+        if not 0 < args.goodput_share <= 1 or not args.search_max >= 1:
+            raise ValueError("--goodput-share: a share above 0 up to 1; --search-max: 1 or more")
+        search = {"search": True, "goodput_share_min": args.goodput_share, "search_max": args.search_max}
+    mode = "open" if args.rates or args.search == "rate" else "closed"
+    if mode == "closed":
+        for option, given in (("--arrival", args.arrival != "poisson"), ("--burstiness", args.burstiness != 1.0),
+                              ("--max-concurrency", args.max_concurrency != 0)):  # fmt: skip
+            if given:
+                raise ValueError(f"{option} shapes open-loop arrivals: give --rates with it")
+    option, text = ("--rates", args.rates) if args.rates else ("--levels", args.levels or "1,5,30")
+    try:
+        levels: list[int | float] = [(float(x) if mode == "open" else int(x)) for x in text.split(",")]
+    except ValueError:
+        raise ValueError(f"{option}: {text!r} is not a comma-separated list of numbers") from None
+    if any(not level > 0 for level in levels):
+        raise ValueError(f"{option}: {text!r}: every level must be above 0")
+    if args.arrival == "gamma" and not args.burstiness > 0:
+        raise ValueError(f"--burstiness: {args.burstiness:g}, the gamma's shape must be above 0")
+    if args.max_concurrency < 0 or args.max_tokens_stddev < 0:
+        raise ValueError("--max-concurrency and --max-tokens-stddev: 0 or more")
+    if not 1 <= args.repeats <= 10:
+        raise ValueError(f"--repeats: {args.repeats}, from 1 to 10 runs of each level")
+    return {
+        **slo, **search, "mode": mode, "levels": levels, "arrival": args.arrival, "burstiness": args.burstiness,
+        "max_concurrency": args.max_concurrency, "max_tokens_stddev": args.max_tokens_stddev, "repeats": args.repeats,
+    }  # fmt: skip
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
-    levels = [int(x) for x in args.levels.split(",")]
+    try:
+        load = _load(args)
+    except ValueError as exc:
+        print(f"gpufleet bench: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     server = None
     url, model = args.url, args.model
     # A key from the environment, never from the command line (where `ps` shows it).
@@ -195,7 +257,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(f"gpufleet bench: {exc}", file=sys.stderr)
         return EXIT_USAGE
     cfg = llm_bench.BenchConfig(
-        base_url=url, model=model, api=args.api, levels=levels, warmup_s=args.warmup, duration_s=args.duration,
+        base_url=url, model=model, api=args.api, warmup_s=args.warmup, duration_s=args.duration, **load,
         max_tokens=args.max_tokens, p99_slo_s=args.p99_slo, workers=args.workers, fixed_length=args.fixed_length,
         max_error_rate=args.max_error_rate, seed=args.seed, api_key=api_key, kserve_inputs=kserve_inputs, **prompts,
     )  # fmt: skip
@@ -220,7 +282,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     print(f"report: {html_path} (data: {json_path})", file=sys.stderr)
     cold_start = _cold_start(args.workload, args.kubeconfig) if args.workload else None
     measured = capacity.from_benchmark(result, _engine(url, args.api, api_key), _gpu_name(result), cold_start)
-    if measured is None:
+    if load["mode"] == "open" and not load.get("search"):
+        print("capacity: an open-loop ladder measures rates, not the streams a replica holds: no capacity file"
+              " (a closed-loop ladder or the SLO capacity search, --search, writes it)", file=sys.stderr)  # fmt: skip
+    elif measured is None:
         print("capacity: no level was recommended, so no capacity file (the roles keep their defaults)",
               file=sys.stderr)  # fmt: skip
     else:
@@ -403,7 +468,43 @@ def build_parser() -> argparse.ArgumentParser:
         "--kserve-inputs", metavar="JSON|@FILE",
         help="the inputs of each KServe v2 request, as its JSON list [{name, shape, datatype, data}] or @file",
     )  # fmt: skip
-    p_bench.add_argument("--levels", default="1,5,30", help="comma-separated concurrency levels")
+    p_bench.add_argument("--levels", help="comma-separated concurrency levels: a closed loop (default 1,5,30)")
+    p_bench.add_argument(
+        "--rates", help="comma-separated request rates (req/s): an open loop, arrivals whatever the server's pace"
+    )
+    p_bench.add_argument(
+        "--arrival", choices=llm_bench.ARRIVALS, default="poisson",
+        help="open loop: the gaps between arrivals (gamma: of --burstiness; constant: evenly spaced)",
+    )  # fmt: skip
+    p_bench.add_argument(
+        "--burstiness", type=float, default=1.0,
+        help="open loop, gamma arrivals: the gamma's shape (1 is Poisson, below 1 burstier, above 1 steadier)",
+    )  # fmt: skip
+    p_bench.add_argument(
+        "--max-concurrency", type=int, default=0,
+        help="open loop: at most this many requests in flight; an arrival beyond it waits (counted as queue time)",
+    )  # fmt: skip
+    p_bench.add_argument(
+        "--max-tokens-stddev", type=float, default=0.0,
+        help="output lengths drawn per request from a normal around --max-tokens with this deviation (seeded)",
+    )  # fmt: skip
+    p_bench.add_argument(
+        "--slo", metavar="ttft=S,tpot=S,e2e=S",
+        help="per-request limits in seconds (any of ttft, tpot, e2e; a _p99 suffix is allowed): each level's goodput",
+    )  # fmt: skip
+    p_bench.add_argument(
+        "--search", choices=["streams", "rate"],
+        help="instead of a ladder, the SLO capacity search: the most concurrent streams (closed loop) or the highest"
+        " rate (open loop) whose goodput share stays at or above --goodput-share; writes capacity.json",
+    )  # fmt: skip
+    p_bench.add_argument(
+        "--goodput-share", type=float, default=0.99, help="the search's share of requests within --slo"
+    )
+    p_bench.add_argument("--search-max", type=float, default=512, help="the highest level the search tries")
+    p_bench.add_argument(
+        "--repeats", type=int, default=1,
+        help="runs of each level, back to back (1 to 10): each figure their mean with a 95%% interval",
+    )  # fmt: skip
     p_bench.add_argument("--warmup", type=float, default=3)
     p_bench.add_argument("--duration", type=float, default=15)
     p_bench.add_argument("--max-tokens", type=int, default=64)

@@ -31,17 +31,77 @@ def _fmt(value: float | None, spec: str) -> str:
 STAND_IN_MARK = "*"
 
 
+def _open(result: dict[str, Any]) -> bool:
+    return (result.get("config") or {}).get("mode") == "open"
+
+
+def _level_name(result: dict[str, Any], lv: dict[str, Any]) -> str:
+    """A level as its load: concurrent streams (closed loop) or offered requests per second (open loop)."""
+    return f"{lv['level']:g}/s" if _open(result) else f"{lv['level']:g}"
+
+
+def load_line(result: dict[str, Any]) -> str:
+    """The load that produced every figure of the report: its loop, arrivals and output lengths."""
+    config = result.get("config") or {}
+    if _open(result):
+        arrival = config.get("arrival", "poisson")
+        shape = f" of burstiness {config.get('burstiness', 1.0):g}" if arrival == "gamma" else ""
+        cap = config.get("max_concurrency") or 0
+        capped = f"at most {cap} in flight (a wait for a slot counts as queue time)" if cap else "no cap in flight"
+        load = (
+            f"open loop: {arrival} arrivals{shape} at each level's rate (req/s), whatever the server's pace; {capped}"
+        )
+    else:
+        load = "closed loop: each level's users send one request after another"
+    spread = config.get("max_tokens_stddev") or 0
+    lengths = (f"output lengths drawn per request around {config.get('max_tokens')} tokens (stddev {spread:g})"
+               if spread else f"output length {config.get('max_tokens')} tokens")  # fmt: skip
+    return f"load: {load}; {lengths}"
+
+
 def _marks(result: dict[str, Any], i: int, lv: dict[str, Any]) -> list[str]:
     marks = []
     if i == result.get("knee_index"):
         marks.append("knee")
     if i == result.get("operating_point_index"):
         marks.append("recommended")
+    if i in (result.get("drop_indices") or []):
+        marks.append("DROP")
     if lv["client_bound"]:
         marks.append("CLIENT-BOUND")
     if not lv.get("valid", True) and not lv["client_bound"]:
         marks.append("INVALID")
     return marks
+
+
+def _tokens_per_event(dialect: dict[str, Any]) -> str:
+    """One figure where every level measured the same, else the lowest and the highest with their levels."""
+    by_level = dialect.get("tokens_per_event_by_level") or {}
+    if not by_level:
+        return f"{dialect.get('tokens_per_event', 0):.2f}"
+    (low_level, low), (high_level, high) = (
+        min(by_level.items(), key=lambda kv: kv[1]),
+        max(by_level.items(), key=lambda kv: kv[1]),
+    )
+    if f"{low:.2f}" == f"{high:.2f}":
+        return f"{low:.2f} (every level)"
+    return f"{low:.2f} (level {low_level}) to {high:.2f} (level {high_level})"
+
+
+def _queue_p99(server: dict[str, Any]) -> str:
+    """The P99, or where it fell in the histogram's lowest bucket the bound it is below."""
+    if server.get("queue_time_p99_s") is None and _number(server.get("queue_time_p99_at_most_s")):
+        return f"<{_ms(server['queue_time_p99_at_most_s'])} (the histogram's lowest bucket)"
+    return _ms(server.get("queue_time_p99_s"))
+
+
+def _spread(lv: dict[str, Any], name: str, spec: str) -> str:
+    """ " ±half" of a repeated level's 95 % interval of the figure (nothing for one run)."""
+    ci = (lv.get("intervals") or {}).get(name) or {}
+    if len(ci.get("runs") or []) < 2 or not (_number(ci.get("high")) and _number(ci.get("low"))):
+        return ""
+    half = (ci["high"] - ci["low"]) / 2
+    return f" ±{_ms(half)}" if spec == "ms" else f" ±{half:{spec}}"
 
 
 def ladder_rows(result: dict[str, Any]) -> list[list[str]]:
@@ -52,17 +112,17 @@ def ladder_rows(result: dict[str, Any]) -> list[list[str]]:
         errors = sum(lv["errors"].values())
         rows.append(
             [
-                f"{lv['level']:g}" + (f" ({', '.join(marks)})" if marks else ""),
+                _level_name(result, lv) + (f" ({', '.join(marks)})" if marks else ""),
                 f"{lv['window_s']:.0f}",
                 _fmt(lv.get("wall_s"), ".0f"),
-                f"{lv['output_tokens_per_s']:.1f}",
+                f"{lv['output_tokens_per_s']:.1f}" + _spread(lv, "output_tokens_per_s", ".1f"),
                 f"{lv['requests_per_s']:.2f}",
                 _ms(lv["ttft"]["p50"]),
-                _ms(lv["ttft"]["p99"]),
+                _ms(lv["ttft"]["p99"]) + _spread(lv, "ttft_p99", "ms"),
                 _ms(lv["tpot"]["p50"]),
                 _ms(lv["itl"]["p50"]),
                 _ms(lv["e2e"]["p50"]),
-                _ms(lv["e2e"]["p99"]),
+                _ms(lv["e2e"]["p99"]) + _spread(lv, "e2e_p99", "ms"),
                 f"{errors} ({lv.get('error_rate', 0):.0%})" if errors else "0",
                 # A stand-in's figures carry a mark that the notes explain: synthetic, no GPU measured.
                 _fmt(gpu.get("power_mean_w"), ".0f") + STAND_IN_MARK * bool(gpu.get("stand_in")),
@@ -75,9 +135,15 @@ def ladder_rows(result: dict[str, Any]) -> list[list[str]]:
 def notes(result: dict[str, Any]) -> list[str]:
     """What a reader must know beside the numbers: errors with the server's words, levels
     that cannot be trusted, how the server streamed, where GPU figures came from."""
-    lines = []
+    lines = [load_line(result)] if result.get("config") else []
+    repeats = (result.get("config") or {}).get("repeats") or 1
+    if repeats > 1:
+        lines.append(
+            f"each level ran {repeats} times back to back: its figures are the runs' means, ± the half-width of"
+            " their 95 % confidence interval (Student's t); the knee, the recommendation and drops read the intervals"
+        )
     for lv in result["levels"]:
-        name = f"level {lv['level']:g}"
+        name = f"level {_level_name(result, lv)}"
         for kind, count in lv["errors"].items():
             said = "; ".join(lv.get("error_messages", {}).get(kind, [])) or "no message"
             lines.append(f"{name}: {count} x {kind}: {said}")
@@ -95,7 +161,7 @@ def notes(result: dict[str, Any]) -> list[str]:
     if dialect:
         lines.append(
             f"server dialect: [DONE] marker {'yes' if dialect.get('done_marker') else 'no'}; usage"
-            f" {dialect.get('usage')}; {dialect.get('tokens_per_event', 0):.2f} tokens per event;"
+            f" {dialect.get('usage')}; {_tokens_per_event(dialect)} tokens per event;"
             f" role-only first event {'yes' if dialect.get('role_only_first_event') else 'no'}"
         )
     first = next((lv for lv in result["levels"] if _number(lv.get("input_tokens", {}).get("p50"))), None)
@@ -108,7 +174,7 @@ def notes(result: dict[str, Any]) -> list[str]:
     for lv in result["levels"]:
         if _number(lv.get("prefix_cache_hit_rate")):
             lines.append(
-                f"level {lv['level']:g}: prefix cache hit rate {lv['prefix_cache_hit_rate']:.1%}"
+                f"level {_level_name(result, lv)}: prefix cache hit rate {lv['prefix_cache_hit_rate']:.1%}"
                 f" ({lv.get('prefix_cache_source')})"
             )
     for lv in result["levels"]:
@@ -117,8 +183,8 @@ def notes(result: dict[str, Any]) -> list[str]:
             kv_mean, kv_peak = server.get("kv_cache_usage_mean"), server.get("kv_cache_usage_max")
             kv = f"{_fmt(kv_mean, '.1%')}, peak {_fmt(kv_peak, '.1%')}"
             lines.append(
-                f"level {lv['level']:g}, the server's own figures ({server.get('source')}): queue time mean"
-                f" {_ms(server.get('queue_time_mean_s'))}, p99 {_ms(server.get('queue_time_p99_s'))}; KV cache used"
+                f"level {_level_name(result, lv)}, the server's own figures ({server.get('source')}): queue time mean"
+                f" {_ms(server.get('queue_time_mean_s'))}, p99 {_queue_p99(server)}; KV cache used"
                 f" mean {kv}; preemptions {_fmt(server.get('preemptions'), '.0f')};"
                 f" waiting at most {_fmt(server.get('waiting_max'), '.0f')}"
             )
@@ -151,18 +217,53 @@ def _svg(figure: Any) -> str:
     return text[text.index("<svg") :]
 
 
-def _concurrency_axis(ax: Any, levels: list[float]) -> None:
+def _concurrency_axis(ax: Any, levels: list[float], open_loop: bool = False) -> None:
     ax.set_xscale("log", base=2)
     ax.set_xticks(levels)
     ax.set_xticklabels([f"{x:g}" for x in levels])
     ax.minorticks_off()
-    ax.set_xlabel("concurrent streams (log scale)")
+    ax.set_xlabel("offered requests/s (log scale)" if open_loop else "concurrent streams (log scale)")
     ax.grid(True, which="major", alpha=0.3)
 
 
 def _points(levels: list[dict[str, Any]], value: Any) -> list[tuple[float, float]]:
     """(concurrency, value(level)) for each level with a number to draw."""
     return [(float(lv["level"]), v) for lv in levels if _number(v := value(lv))]
+
+
+def _errors(lvs: list[dict[str, Any]], name: str, value: Any) -> tuple[list[float], list[float]]:
+    """Error bars (below, above) of a figure from each level's interval; none unless every level was repeated."""
+    cis = [(lv.get("intervals") or {}).get(name) or {} for lv in lvs]
+    if not cis or any(len(ci.get("runs") or []) < 2 for ci in cis):
+        return [], []
+    return [value(lv) - ci["low"] for lv, ci in zip(lvs, cis, strict=True)], [
+        ci["high"] - value(lv) for lv, ci in zip(lvs, cis, strict=True)
+    ]
+
+
+def _throughput_against_latency(plt: Any, result: dict[str, Any]) -> str:
+    """The trade-off people read: output tokens/s against the E2E P99 each level paid for it, each point
+    labelled with its level, with the repeats' intervals in both directions."""
+    lvs = [lv for lv in result["levels"] if _number(lv["e2e"]["p99"]) and lv["output_tokens_per_s"] > 0]
+    fig, ax = plt.subplots()
+    x, y = [lv["e2e"]["p99"] for lv in lvs], [lv["output_tokens_per_s"] for lv in lvs]
+    ax.plot(x, y, "o-", color="#148")
+    xerr, yerr = (
+        _errors(lvs, "e2e_p99", lambda lv: lv["e2e"]["p99"]),
+        _errors(lvs, "output_tokens_per_s", lambda lv: lv["output_tokens_per_s"]),
+    )
+    if xerr[0] and yerr[0]:
+        ax.errorbar(x, y, xerr=list(xerr), yerr=list(yerr), fmt="none", ecolor="#148", capsize=3)
+    for lv, px, py in zip(lvs, x, y, strict=True):
+        ax.annotate(_level_name(result, lv), (px, py), textcoords="offset points", xytext=(4, -10), fontsize=8)
+    ax.set_xscale("log")
+    ax.set_xlabel("E2E P99, seconds (log scale)")
+    ax.set_ylabel("output tokens/s")
+    ax.set_title("Throughput against latency")
+    ax.grid(True, alpha=0.3)
+    svg = _svg(fig)
+    plt.close(fig)
+    return svg
 
 
 def charts(result: dict[str, Any]) -> list[str]:
@@ -179,6 +280,10 @@ def charts(result: dict[str, Any]) -> list[str]:
 
     fig, ax = plt.subplots()
     ax.plot(x, [lv["output_tokens_per_s"] for lv in lvs], "o-", color="#2a7", label="valid level")
+    low, high = _errors(lvs, "output_tokens_per_s", lambda lv: lv["output_tokens_per_s"])
+    if low:
+        ax.errorbar(x, [lv["output_tokens_per_s"] for lv in lvs], yerr=[low, high], fmt="none", ecolor="#2a7",
+                    capsize=3, label="95 % interval of the repeats")  # fmt: skip
     bad = [(float(lv["level"]), lv["output_tokens_per_s"]) for lv in lvs if not lv.get("valid", True)]
     if bad:
         ax.plot(*zip(*bad, strict=True), "x", color="#c33", markersize=9, label="invalid (errors or client-bound)")
@@ -187,7 +292,7 @@ def charts(result: dict[str, Any]) -> list[str]:
             lv = lvs[result[key]]
             ax.plot([float(lv["level"])], [lv["output_tokens_per_s"]], style, color="#148", markersize=11,
                     label="knee" if key == "knee_index" else "recommended")  # fmt: skip
-    _concurrency_axis(ax, x)
+    _concurrency_axis(ax, x, _open(result))
     ax.set_ylabel("output tokens/s")
     ax.set_title("Output tokens/s")
     ax.legend(loc="best", fontsize=8)
@@ -202,13 +307,15 @@ def charts(result: dict[str, Any]) -> list[str]:
         points = [(x, y) for x, y in _points(lvs, lambda lv: lv[key][pct]) if y > 0]  # noqa: B023 - used at once
         if points:
             ax.plot(*zip(*points, strict=True), style, label=name)
-    _concurrency_axis(ax, x)
+    _concurrency_axis(ax, x, _open(result))
     ax.set_yscale("log")
     ax.set_ylabel("seconds (log scale)")
     ax.set_title("Latency per level")
     ax.legend(loc="best", fontsize=8)
     out.append(_svg(fig))
     plt.close(fig)
+
+    out.append(_throughput_against_latency(plt, result))
 
     power = _points(lvs, lambda lv: (lv.get("gpu") or {}).get("power_mean_w"))
     if power:
@@ -220,7 +327,7 @@ def charts(result: dict[str, Any]) -> list[str]:
             twin = ax.twinx()
             twin.plot(*zip(*efficiency, strict=True), "s--", color="#148", label="tokens per joule")
             twin.set_ylabel("tokens per joule")
-        _concurrency_axis(ax, x)
+        _concurrency_axis(ax, x, _open(result))
         ax.set_title(f"GPU power and efficiency ({result.get('gpu_source')})")
         out.append(_svg(fig))
         plt.close(fig)
@@ -230,7 +337,12 @@ def charts(result: dict[str, Any]) -> list[str]:
         fig, ax = plt.subplots()
         for lv in histograms:
             bounds, counts = zip(*lv["ttft_histogram"], strict=True)
-            ax.step([b * 1000 for b in bounds], counts, where="pre", label=f"{lv['level']:g} streams")
+            ax.step(
+                [b * 1000 for b in bounds],
+                counts,
+                where="pre",
+                label=_level_name(result, lv) + ("" if _open(result) else " streams"),
+            )
         ax.set_xlabel("TTFT, ms")
         ax.set_ylabel("requests")
         ax.set_title("TTFT distribution per level")

@@ -25,6 +25,7 @@ The tail's fidelity and the client's ceiling on quiet cores: benchmarks/client_c
 
 import asyncio
 import time
+from dataclasses import replace
 
 import pytest
 from ansible_collections.gpufleet.platform.plugins.module_utils import llm_bench as lb
@@ -87,3 +88,42 @@ def test_multi_token_events_and_role_chunk(calibration_server):
     assert level.output_tokens == level.completed * TOKENS
     assert abs(level.ttft["p50"] - TTFT) <= TTFT_P50_BOUND  # the role-only first chunk is not the first token
     assert abs(level.itl["p50"] - ITL) <= 0.002  # 80 ms between events that carry 4 tokens each
+
+
+def test_open_loop_arrivals_keep_their_schedule_and_a_cap_holds_them(calibration_server):
+    """Open loop at 20 req/s against a server that serves each request in 0.42 s: the client sends each
+    arrival on time, whatever the server's pace; capped at 2 in flight, the completions are the cap's
+    2 / 0.42 s and the rest wait, the wait counted as queue time. The schedule's bound, 50 ms at P99, is
+    far under the defect it guards (a sender that waits for answers falls behind by requests of 0.42 s);
+    beside the lab's suites it measured 25.7 ms."""
+    url = calibration_server()
+    cfg = lb.BenchConfig(base_url=url, model="calibration", api="chat", max_tokens=TOKENS, warmup_s=1, duration_s=4,
+                         mode="open", seed=3)  # fmt: skip
+    free = lb.run_level(cfg, 20.0)
+    assert abs(free.requests - 80) <= 4 * 80**0.5, free.requests  # Poisson: 4 standard deviations
+    assert free.queue["p99"] <= 0.05 and free.error_rate == 0, free.queue
+    capped = lb.run_level(replace(cfg, max_concurrency=2), 20.0)
+    per_request = TTFT + (TOKENS - 1) * ITL
+    assert capped.requests_per_s == pytest.approx(2 / per_request, rel=0.10), capped.requests_per_s
+    assert capped.queue["p50"] > 1.0 and capped.e2e["p99"] < per_request + TTFT_P99_BOUND[8], capped.queue
+
+
+def test_output_lengths_drawn_around_max_tokens_are_what_the_server_sends(calibration_server):
+    url = calibration_server()
+    cfg = lb.BenchConfig(base_url=url, model="calibration", api="chat", max_tokens=TOKENS, warmup_s=0.5, duration_s=2,
+                         max_tokens_stddev=4, fixed_length="on")  # fmt: skip
+    level = lb.run_level(cfg, 4)
+    lengths = level.output_tokens_per_request
+    assert abs(lengths["p50"] - TOKENS) <= 2 and lengths["p90"] > TOKENS + 2, lengths
+    assert level.tpot["p50"] == pytest.approx(ITL, abs=0.002)  # per token, whatever each request's length
+
+
+def test_repeats_give_an_interval_around_the_schedules_throughput(calibration_server):
+    url = calibration_server()
+    cfg = lb.BenchConfig(base_url=url, model="calibration", api="chat", max_tokens=TOKENS, warmup_s=0.5, duration_s=2,
+                         levels=[4], repeats=3, fixed_length="on")  # fmt: skip
+    (level,) = lb.run_benchmark(cfg).levels
+    expected = 4 * TOKENS / (TTFT + (TOKENS - 1) * ITL)
+    ci = level.intervals["output_tokens_per_s"]
+    assert level.repeats == 3 and len(ci["runs"]) == 3 and ci["low"] <= ci["mean"] <= ci["high"], ci
+    assert ci["mean"] == pytest.approx(expected, rel=0.03) and ci["high"] - ci["low"] < 0.1 * expected, ci

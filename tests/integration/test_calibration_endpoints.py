@@ -187,3 +187,44 @@ def test_open_loop_arrivals_follow_the_rate_whatever_the_server_does(server):
         count = sum(low <= t < high for t in starts)
         assert abs(count - expected) <= 4 * expected**0.5, (low, high, count)
     assert all(r.tokens == 5 and not r.error for r in records), [r.error for r in records if r.error]
+
+
+def test_bench_cli_runs_an_open_loop_with_repeats_and_writes_no_capacity_file(tmp_path, capsys):
+    from gpufleet import cli
+
+    argv = ["bench", "--calibration", "--calibration-port", "0", "--rates", "4", "--repeats", "2", "--warmup", "0.5",
+            "--duration", "1.5", "--max-tokens", "8", "--gpu", "none", "--out", str(tmp_path)]  # fmt: skip
+    assert cli.main(argv) == cli.EXIT_OK
+    err = capsys.readouterr().err
+    result = json.loads((tmp_path / "benchmark.json").read_text())
+    (level,) = result["levels"]
+    assert (
+        result["config"]["mode"] == "open" and level["repeats"] == 2 and len(level["intervals"]["e2e_p99"]["runs"]) == 2
+    )
+    assert "load: open loop: poisson arrivals" in err and "4/s" in err
+    assert "no capacity file" in err and not (tmp_path / "capacity.json").exists()
+
+
+def test_the_slo_capacity_search_finds_the_streams_a_replica_serves_within_the_slo(tmp_path, capsys):
+    """A stand-in of 4 slots serving each request in 0.42 s: a fifth stream waits for a slot (E2E P99
+    0.56 s measured), so within an E2E of 0.5 s it serves 4 streams. The search finds them and writes the
+    capacity file."""
+    from gpufleet import cli
+
+    process, url = calibration_server.launch(0, "--ttft", "0.1", "--itl", "0.02", "--max-num-seqs", "4")
+    try:
+        argv = ["bench", "--url", url, "--model", "calibration", "--search", "streams", "--slo", "e2e_p99=0.5",
+                "--max-tokens", "16", "--fixed-length", "on", "--warmup", "0.5", "--duration", "2", "--gpu", "none",
+                "--out", str(tmp_path)]  # fmt: skip
+        assert cli.main(argv) == cli.EXIT_OK
+    finally:
+        process.terminate()
+    result = json.loads((tmp_path / "benchmark.json").read_text())
+    tried = [level["level"] for level in result["levels"]]
+    assert tried == sorted(tried) and {1, 2, 4, 8} <= set(tried), tried
+    assert result["levels"][result["capacity_index"]]["level"] == 4
+    written = json.loads((tmp_path / "capacity.json").read_text())
+    assert written["replica"]["streams"] == 4 and written["found_by"] == "capacity search, closed loop"
+    assert written["slo"]["e2e_s"] == 0.5 and written["slo"]["goodput_share"] == 0.99
+    assert written["slo"]["measured_share"] >= 0.99
+    assert "capacity: one replica serves 4 streams" in capsys.readouterr().err

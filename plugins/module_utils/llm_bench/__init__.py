@@ -38,13 +38,26 @@ from __future__ import annotations
 
 from .http import auth_headers, classify_event, request_body, send, server_message
 from .ladder import BenchResult, probe_fixed_length, run_benchmark, server_cache_counters
-from .level import _Failing, run_level, run_level_async
-from .prompts import load_dataset, make_prompts, prompt_for
-from .records import PERCENTILES, BenchConfig, LevelResult, RequestRecord
+from .level import _Failing, next_gap, run_level, run_level_async
+from .prompts import load_dataset, make_prompts, max_tokens_for, prompt_for
+from .records import ARRIVALS, MODES, PERCENTILES, BenchConfig, LevelResult, RequestRecord
 from .stats import histogram, percentile, request_metrics, summarize
-from .verdicts import find_knee, judge_level, meets_slo, operating_point
+from .verdicts import (
+    capacity_level,
+    drop_cause,
+    find_drops,
+    find_knee,
+    judge_level,
+    meets_slo,
+    next_search_level,
+    operating_point,
+    throughput,
+    within_slo,
+)
 
 __all__ = [
+    "ARRIVALS",
+    "MODES",
     "PERCENTILES",
     "BenchConfig",
     "BenchResult",
@@ -52,13 +65,19 @@ __all__ = [
     "RequestRecord",
     "_Failing",
     "auth_headers",
+    "capacity_level",
     "classify_event",
+    "drop_cause",
+    "find_drops",
     "find_knee",
     "histogram",
     "judge_level",
     "load_dataset",
     "make_prompts",
+    "max_tokens_for",
     "meets_slo",
+    "next_gap",
+    "next_search_level",
     "operating_point",
     "percentile",
     "probe_fixed_length",
@@ -72,4 +91,6 @@ __all__ = [
     "server_cache_counters",
     "server_message",
     "summarize",
+    "throughput",
+    "within_slo",
 ]

@@ -14,7 +14,8 @@ from .http import auth_headers, send
 from .level import run_level
 from .prompts import prompt_for
 from .records import BenchConfig, LevelResult, RequestRecord
-from .verdicts import find_knee, operating_point
+from .repeats import combine
+from .verdicts import capacity_level, drop_cause, find_drops, find_knee, next_search_level, operating_point
 
 # --- the ladder ----------------------------------------------------------------
 
@@ -27,6 +28,9 @@ class BenchResult:
     operating_point_index: int | None
     started: float
     finished: float
+    drop_indices: list[int] = field(default_factory=list)  # levels whose throughput fell below a lower one's
+    # The SLO capacity search's answer: the highest level within the SLO (None: none was, or no search).
+    capacity_index: int | None = None
     fixed_length: dict[str, Any] = field(default_factory=dict)  # were ignore_eos/min_tokens sent, and why
     dialect: dict[str, Any] = field(default_factory=dict)  # how the server streams, as met
     gpu_source: str = "none"
@@ -98,45 +102,81 @@ def run_benchmark(cfg: BenchConfig, gpu: Any = None, server: Any = None) -> Benc
     ladder: list[int | float] = list(cfg.levels)
     if cfg.auto_ladder_max:
         ladder = [2**i for i in range(int(math.log2(cfg.auto_ladder_max)) + 1)]
-    for position, level in enumerate(ladder):
+
+    def next_level(position: int) -> int | float | None:
+        if cfg.search:
+            found = next_search_level(cfg, levels)
+            return None if found is None else int(found) if cfg.mode == "closed" else found
+        return ladder[position] if position < len(ladder) else None
+
+    position = 0
+    while (level := next_level(position)) is not None:
         # A window must hold whole requests: lengthen it to a few E2E P50s of the level before.
         previous = [lv.e2e["p50"] for lv in levels if lv.completed and not math.isnan(lv.e2e["p50"])]
         duration = max(cfg.duration_s, cfg.window_e2e_multiple * previous[-1]) if previous else cfg.duration_s
         cache_before = server_cache_counters(cfg.base_url) if cfg.api != "kserve_v2" else None
-        result = run_level(run_cfg, level, first_request=(position + 1) * 1_000_000_000, duration_s=duration)
+        runs = []
+        for repeat in range(max(1, cfg.repeats)):
+            # Each repeat numbers its requests from its own block: no prompt is sent twice.
+            first = (position + 1) * 1_000_000_000 + repeat * 100_000_000
+            run = run_level(run_cfg, level, first_request=first, duration_s=duration)
+            for sampler in (gpu, server):
+                if sampler is not None:
+                    try:
+                        sampler(run)
+                    except Exception as exc:
+                        run.warnings.append(f"no {getattr(sampler, 'source', 'sampler')} figures: {exc}")
+            runs.append(run)
+            if run.stopped_early:
+                break
+        result = combine(runs)
         if duration > cfg.duration_s:
             result.warnings.append(
-                f"window lengthened from {cfg.duration_s:g}s to {duration:.0f}s"
+                f"window lengthened from {cfg.duration_s:g}s to {duration:.1f}s"
                 f" ({cfg.window_e2e_multiple:g} x the previous level's E2E P50)"
             )
         cache_after = server_cache_counters(cfg.base_url) if cache_before else None
         if cache_before and cache_after and cache_after[1] > cache_before[1]:
             result.prefix_cache_hit_rate = (cache_after[0] - cache_before[0]) / (cache_after[1] - cache_before[1])
             result.prefix_cache_source = "the server's vllm:prefix_cache_hits_total / queries_total"
-        for sampler in (gpu, server):
-            if sampler is not None:
-                try:
-                    sampler(result)
-                except Exception as exc:
-                    result.warnings.append(f"no {getattr(sampler, 'source', 'sampler')} figures: {exc}")
         levels.append(result)
+        position += 1
         if result.stopped_early:
-            rest = ladder[position + 1 :]
-            if rest:
-                warnings.append(f"level {level:g} stopped early; levels {', '.join(f'{x:g}' for x in rest)} not run")
+            rest = ", ".join(f"{x:g}" for x in ladder[position:])
+            warnings.append(f"level {level:g} stopped early; " + ("the capacity search stopped there" if cfg.search
+                            else f"levels {rest} not run" if rest else "it was the last"))  # fmt: skip
             break
         if cfg.auto_ladder_max and find_knee(levels, cfg.knee_gain) is not None:
             break
+    if cfg.search:
+        levels.sort(key=lambda lv: float(lv.level))  # probed out of order: the verdicts read them in order
     if gpu is None:
         warnings.append("no GPU figures: no NVML on this host and no Prometheus URL given")
     if fixed["used"] is False and cfg.api != "kserve_v2":
         warnings.append(f"output length not fixed ({fixed['why']}): token counts are what arrived")
-    dialect = next((lv.dialect for lv in levels if lv.dialect), {})
+    drops = find_drops(levels, cfg.knee_gain)
+    for i in drops:
+        best = max((lv for lv in levels[:i] if lv.valid), key=lambda lv: lv.output_tokens_per_s)
+        fell = 1 - levels[i].output_tokens_per_s / best.output_tokens_per_s
+        warnings.append(
+            f"level {levels[i].level:g}: throughput fell {fell:.0%} below level {best.level:g}'s"
+            f" ({levels[i].output_tokens_per_s:.1f} against {best.output_tokens_per_s:.1f} tok/s); likely cause:"
+            f" {drop_cause(levels[i], bool(fixed['used']))}"
+        )
+    streamed = [lv for lv in levels if lv.dialect]
+    dialect = dict(streamed[0].dialect) if streamed else {}
+    if streamed:
+        # Servers pack more tokens into an event as their batches grow: each level's own figure, not the first's.
+        by_level = {f"{lv.level:g}": lv.dialect["tokens_per_event"] for lv in streamed}
+        dialect["tokens_per_event"] = sum(by_level.values()) / len(by_level)
+        dialect["tokens_per_event_by_level"] = by_level
     return BenchResult(
         config={**asdict(cfg), "api_key": "(hidden)" if cfg.api_key else None},
         levels=levels,
         knee_index=find_knee(levels, cfg.knee_gain),
         operating_point_index=operating_point(levels, cfg.p99_slo_s, cfg.recommend_within),
+        drop_indices=drops,
+        capacity_index=capacity_level(cfg, levels) if cfg.search else None,
         started=started,
         finished=time.time(),
         fixed_length=fixed,

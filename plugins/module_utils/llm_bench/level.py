@@ -7,11 +7,11 @@ import asyncio
 import os
 import random
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 from .http import auth_headers, send
-from .prompts import prompt_for
+from .prompts import max_tokens_for, prompt_for
 from .records import BenchConfig, LevelResult, RequestRecord
 from .verdicts import judge_level
 
@@ -19,11 +19,28 @@ from .verdicts import judge_level
 
 
 async def _loop_lag(samples: list[float], stop: asyncio.Event, period: float = 0.005) -> None:
+    """Every ``period``, how long a callback made ready waits for its turn: one pass of the loop's ready
+    queue, the wait a stream's next event meets. Timed with perf_counter around call_soon, not a sleep's
+    overshoot on loop.time(): uvloop's clock and timers step in whole milliseconds, so that read exactly
+    1 ms at every level and could not see a lag below it."""
     loop = asyncio.get_running_loop()
+
+    def turn(since: float) -> None:
+        samples.append(time.perf_counter() - since)
+
     while not stop.is_set():
-        before = loop.time()
         await asyncio.sleep(period)
-        samples.append(loop.time() - before - period)
+        loop.call_soon(turn, time.perf_counter())
+
+
+def next_gap(rng: random.Random, rate: float, arrival: str = "poisson", burstiness: float = 1.0) -> float:
+    """Seconds to the next arrival at ``rate`` per second: exponential (Poisson arrivals), gamma of shape
+    ``burstiness`` with the same mean (vLLM's bench and AIPerf: shape 1 is Poisson), or constant."""
+    if arrival == "constant":
+        return 1.0 / rate
+    if arrival == "gamma":
+        return rng.gammavariate(burstiness, 1.0 / (rate * burstiness))
+    return rng.expovariate(rate)
 
 
 class _Failing:
@@ -82,7 +99,7 @@ async def run_level_async(
             await asyncio.sleep(max(0.0, t_start + cfg.warmup_s * 0.8 * index / max(users, 1) - time.time()))
             n, backoff = index, 0.0
             while time.time() < t_window_end and failing.reason is None:
-                record = await send(session, cfg, prompt(n), time.time())
+                record = await send(session, cfg, prompt(n), time.time(), max_tokens_for(cfg, first_request + n))
                 records.append(record)
                 failing.count(record)
                 n += users
@@ -96,8 +113,16 @@ async def run_level_async(
             due = time.time()
             n = 0
 
+            # A cap on the requests in flight: an arrival beyond it waits for a slot, from its due time.
+            slots = asyncio.Semaphore(cfg.max_concurrency) if cfg.max_concurrency else None
+
             async def counted(number: int, scheduled: float) -> RequestRecord:
-                record = await send(session, cfg, prompt(number), scheduled)
+                tokens = max_tokens_for(cfg, first_request + number)
+                if slots is None:
+                    record = await send(session, cfg, prompt(number), scheduled, tokens)
+                else:
+                    async with slots:
+                        record = await send(session, cfg, prompt(number), scheduled, tokens)
                 failing.count(record)
                 return record
 
@@ -105,7 +130,7 @@ async def run_level_async(
                 await asyncio.sleep(max(0.0, due - time.time()))
                 tasks.append(asyncio.create_task(counted(n, due)))
                 n += 1
-                due += rng.expovariate(level)
+                due += next_gap(rng, level, cfg.arrival, cfg.burstiness)
             records.extend(await asyncio.gather(*tasks))
 
         if cfg.mode == "open":
@@ -143,14 +168,17 @@ def run_level(
     t_start = began + 0.5 + 0.002 * level  # time to open connections first
     t_window_start = t_start + cfg.warmup_s
     t_window_end = t_window_start + (duration_s or cfg.duration_s)
-    workers = max(1, min(cfg.workers, int(level) if cfg.mode == "closed" else cfg.workers))
+    workers = max(1, min(cfg.workers, int(level) if cfg.mode == "closed" else cfg.max_concurrency or cfg.workers))
     # Each process numbers its requests from its own block, so no two send the same prompt.
     block = 10_000_000
     if cfg.mode == "closed":
         jobs = [(cfg, level, n, t_start, t_window_end, first_request + i * block)
                 for i, n in enumerate(_shares(int(level), workers))]  # fmt: skip
     else:
-        jobs = [(cfg, level / workers, 0, t_start, t_window_end, first_request + i * block) for i in range(workers)]
+        # Each process draws its share of the rate, and holds its share of the cap on requests in flight.
+        caps = _shares(cfg.max_concurrency, workers) if cfg.max_concurrency else [0] * workers
+        jobs = [(replace(cfg, max_concurrency=caps[i]), level / workers, 0, t_start, t_window_end,
+                 first_request + i * block) for i in range(workers)]  # fmt: skip
     if workers == 1:
         parts = [_worker(jobs[0])]
     else:

@@ -256,5 +256,14 @@ def prompt_for(cfg: BenchConfig, n: int) -> str:
     return cfg.prompt
 
 
+def max_tokens_for(cfg: BenchConfig, n: int) -> int:
+    """The n-th request's output length: max_tokens, or drawn around it (``max_tokens_stddev``), seeded
+    per request so every run and every worker asks the same lengths."""
+    if not cfg.max_tokens_stddev:
+        return cfg.max_tokens
+    rng = random.Random(cfg.seed * 1_000_003 + n + 0x5EED)
+    return max(1, round(rng.gauss(cfg.max_tokens, cfg.max_tokens_stddev)))
+
+
 def make_prompts(cfg: BenchConfig, count: int) -> list[str]:
     return [prompt_for(cfg, n) for n in range(count)]

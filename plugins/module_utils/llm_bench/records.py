@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 PERCENTILES = (50, 90, 95, 99)
+MODES = ("closed", "open")
+ARRIVALS = ("poisson", "gamma", "constant")
 
 
 @dataclass
@@ -16,7 +18,24 @@ class BenchConfig:
     api: str = "completions"  # completions | chat | kserve_v2
     stream: bool = True
     levels: list[int] = field(default_factory=lambda: [1, 5, 30])  # concurrency, or req/s in open loop
-    mode: str = "closed"  # closed (N concurrent users) | open (Poisson arrivals at a rate)
+    mode: str = "closed"  # closed (N concurrent users) | open (arrivals at a rate, whatever the server's pace)
+    # Open loop: the gaps between arrivals (ARRIVALS), the gamma's burstiness (its shape: 1 is Poisson,
+    # below 1 burstier, above 1 steadier, as vLLM's bench and AIPerf define it), and a cap on the
+    # requests in flight (0: none; an arrival beyond it waits, and the wait counts as queue time).
+    arrival: str = "poisson"
+    burstiness: float = 1.0
+    max_concurrency: int = 0
+    # Output lengths: max_tokens, or drawn per request from a normal of this deviation around it (seeded,
+    # at least 1), as AIPerf's --output-tokens-stddev.
+    max_tokens_stddev: float = 0.0
+    repeats: int = 1  # runs per level, back to back: its figures their means, each with a 95 % interval
+    # The SLO capacity search: instead of the ladder, the highest level (a concurrency, or a rate in open
+    # loop) whose goodput share (requests meeting every slo_*) stays at or above ``goodput_share_min``, found
+    # by doubling from 1 up to ``search_max`` and halving the gap until it is within ``search_precision``.
+    search: bool = False
+    goodput_share_min: float = 0.99
+    search_max: float = 512.0
+    search_precision: float = 0.10
     auto_ladder_max: int = 0  # >0: double concurrency from 1 up to this, stopping after the knee
     warmup_s: float = 3.0
     duration_s: float = 20.0
@@ -106,3 +125,6 @@ class LevelResult:
     prefix_cache_source: str | None = None
     dialect: dict[str, Any] = field(default_factory=dict)
     server: dict[str, Any] = field(default_factory=dict)  # the server's own figures (vLLM's queue, KV cache)
+    repeats: int = 1  # runs of the level; its figures their means where more than one
+    goodput_share: float | None = None  # of the requests sent inside the window, those that met every SLO
+    intervals: dict[str, dict[str, Any]] = field(default_factory=dict)  # figure -> mean, 95 % low and high, runs

@@ -22,7 +22,8 @@ def test_html_report_has_table_plots_and_histogram(tmp_path):
     result = lb.BenchResult({}, [level], None, 0, 0.0, 1.0).as_dict()
     json_path, html_path = report.write_reports(result, tmp_path, "t")
     page = html_path.read_text()
-    assert "Output tokens/s" in page and "TTFT distribution per level" in page and page.count("<svg") == 3
+    assert "Output tokens/s" in page and "TTFT distribution per level" in page and page.count("<svg") == 4
+    assert "Throughput against latency" in page
     assert "concurrent streams (log scale)" in page and "TPOT p50" in page
     assert "recommended" in report.ladder_table(result)
     assert json_path.exists()
@@ -43,7 +44,7 @@ def test_report_shows_errors_with_the_servers_words_power_and_efficiency(tmp_pat
     assert " 228 " in table.splitlines()[3] and "2.50" in table  # power and tok/J columns
     page = report.html_report(result, "t")
     assert "the server said" in page and "bad field min_tokens" in page
-    assert "GPU power and efficiency (nvml)" in page and page.count("<svg") == 4
+    assert "GPU power and efficiency (nvml)" in page and page.count("<svg") == 5
 
 
 def test_gpu_figures_from_a_stand_in_exporter_are_marked_in_the_table_the_report_and_the_json(monkeypatch):
@@ -80,3 +81,29 @@ def test_a_real_exporters_figures_carry_no_mark(monkeypatch):
     assert level.gpu["stand_in"] is None and gpu.source == "prometheus (DCGM)"
     data = lb.BenchResult({}, [level], None, None, 0.0, 1.0, gpu_source=gpu.source).as_dict()
     assert "*" not in report.ladder_table(data).splitlines()[1] and "STAND-IN" not in report.ladder_table(data)
+
+
+def test_an_open_repeated_ladder_says_its_load_its_intervals_and_its_drop():
+    from ansible_collections.gpufleet.platform.plugins.module_utils.llm_bench import repeats
+
+    cfg = lb.BenchConfig(base_url="x", mode="open", arrival="gamma", burstiness=0.5, max_concurrency=64, repeats=3)
+    levels = []
+    for rate, runs in ((2.0, (9000, 9100, 8900)), (4.0, (14000, 13300, 14600)), (8.0, (10500, 10900, 10200))):
+        parts = []
+        for tput in runs:
+            level = lb.judge_level(cfg, rate, [], [], 0.1, 1.0, 4.0)
+            level.output_tokens_per_s, level.e2e = tput, {"p50": 1.0, "p99": rate / 2, "mean": 1.0, "count": 9.0}
+            parts.append(level)
+        levels.append(repeats.combine(parts))
+    drops = lb.find_drops(levels, cfg.knee_gain)
+    result = lb.BenchResult({"mode": "open", "arrival": "gamma", "burstiness": 0.5, "max_concurrency": 64,
+                             "max_tokens": 128, "repeats": 3}, levels, lb.find_knee(levels, 0.1), None, 0.0, 1.0,
+                            drop_indices=drops).as_dict()  # fmt: skip
+    table = report.ladder_table(result)
+    assert "load: open loop: gamma arrivals of burstiness 0.5 at each level's rate (req/s)" in table
+    assert "at most 64 in flight" in table and "each level ran 3 times back to back" in table
+    rows = table.splitlines()
+    assert rows[2].startswith("4/s (knee)") and " ±" in rows[2]  # 14000 ± the half-width of its interval
+    assert rows[3].startswith("8/s (DROP)")
+    page = report.html_report(result, "t")
+    assert "offered requests/s (log scale)" in page and "95 % interval of the repeats" in page

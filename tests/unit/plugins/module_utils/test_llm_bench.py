@@ -81,6 +81,73 @@ def test_knee_and_operating_point():
     assert lb.find_knee(levels[:2], 0.10) is None
 
 
+def test_a_level_whose_throughput_fell_is_a_drop_not_the_knee():
+    """The H200's 256 closed-loop streams gave a quarter less than 128: it was labelled the knee."""
+    levels = _ladder((64, 9000, 3.0), (128, 14000, 4.0), (256, 10500, 19.0))
+    assert lb.find_drops(levels, 0.10) == [2]
+    assert lb.find_knee(levels, 0.10) == 1  # the last level before throughput fell
+    # Within the knee's gain it is noise, not a drop; an invalid level is neither.
+    assert lb.find_drops(_ladder((1, 100, 1.0), (2, 95, 2.0)), 0.10) == []
+    levels[1].valid = False
+    assert lb.find_drops(levels, 0.10) == []
+
+
+def test_a_drop_names_its_likely_cause_from_the_servers_figures():
+    (level,) = _ladder((256, 10500, 19.0))
+    level.gpu = {"util_mean_pct": 58.0}
+    cause = lb.drop_cause(level, fixed_length=True)
+    assert "closed loop with one fixed output length" in cause and "GPU utilisation 58 %" in cause
+    level.server = {"preemptions": 12.0}
+    assert lb.drop_cause(level, fixed_length=False).startswith("the engine preempted 12 requests")
+
+
+def test_the_dialect_names_each_levels_tokens_per_event(monkeypatch):
+    """A server packs more tokens into an event as its batch grows: the first level's figure is not the
+    server's (1.00 was reported where the H200 packed 1.1 to 2.1 at 64 and 128 streams)."""
+    from ansible_collections.gpufleet.platform.plugins.module_utils.llm_bench import ladder
+
+    def level(cfg, n, **_):
+        records = [rec(1.0 + i * 0.01, 0.1, 0.02, 8, per_event=1 if n == 1 else 2) for i in range(4)]
+        return lb.judge_level(cfg, n, records, [0.0001], 0.1, 1.0, 3.0)
+
+    monkeypatch.setattr(ladder, "run_level", level)
+    monkeypatch.setattr(ladder, "server_cache_counters", lambda url: None)
+    cfg = lb.BenchConfig(base_url="http://x", levels=[1, 64], fixed_length="on")
+    dialect = ladder.run_benchmark(cfg).dialect
+    assert dialect["tokens_per_event_by_level"] == {"1": 1.0, "64": 2.0}
+
+
+def test_the_event_loop_lag_sees_below_a_millisecond():
+    """uvloop's clock steps in whole milliseconds: the lag read on it was 0 or 1 ms, its P99 exactly 1 ms
+    at every level. Read with perf_counter, an idle loop's lag takes many values below a millisecond,
+    and a loop blocked 3 ms at a time says so."""
+    import asyncio
+    import time
+
+    import uvloop
+    from ansible_collections.gpufleet.platform.plugins.module_utils.llm_bench.level import _loop_lag
+
+    async def lag(block_s: float) -> list[float]:
+        samples: list[float] = []
+        stop = asyncio.Event()
+        task = asyncio.create_task(_loop_lag(samples, stop))
+        end = time.perf_counter() + 0.4
+        while block_s and time.perf_counter() < end:  # always ready, so each pass waits behind a block
+            blocked = time.perf_counter()
+            while time.perf_counter() - blocked < block_s:
+                pass
+            await asyncio.sleep(0)
+        await asyncio.sleep(max(0.0, end - time.perf_counter()))
+        stop.set()
+        await task
+        return samples
+
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        idle, blocked = runner.run(lag(0.0)), runner.run(lag(0.003))
+    assert len({round(s, 6) for s in idle}) > 10 and lb.percentile(idle, 50) < 0.001, sorted(idle)
+    assert lb.percentile(blocked, 99) > 0.002, sorted(blocked)
+
+
 def test_invalid_levels_are_never_the_knee_or_recommended():
     levels = _ladder((1, 100, 1.0), (2, 190, 1.1), (4, 400, 1.2))
     levels[2].valid = False  # e.g. all of its requests failed fast, or the client was the bottleneck
