@@ -65,6 +65,8 @@ def _marks(result: dict[str, Any], i: int, lv: dict[str, Any]) -> list[str]:
         marks.append("knee")
     if i == result.get("operating_point_index"):
         marks.append("recommended")
+    if i == result.get("capacity_index"):
+        marks.append("capacity")
     if i in (result.get("drop_indices") or []):
         marks.append("DROP")
     if lv["client_bound"]:
@@ -136,7 +138,17 @@ def notes(result: dict[str, Any]) -> list[str]:
     """What a reader must know beside the numbers: errors with the server's words, levels
     that cannot be trusted, how the server streamed, where GPU figures came from."""
     lines = [load_line(result)] if result.get("config") else []
-    repeats = (result.get("config") or {}).get("repeats") or 1
+    config = result.get("config") or {}
+    if config.get("search"):
+        found = result.get("capacity_index")
+        level = result["levels"][found] if found is not None else None
+        lines.append(
+            f"SLO capacity search: the highest level whose share of requests within every limit stays at or above"
+            f" {config.get('goodput_share_min', 0.99):g}: "
+            + (f"{_level_name(result, level)} (share {level['goodput_share']:.3f})" if level else "none passed")
+            + f"; tried {', '.join(_level_name(result, lv) for lv in result['levels'])}"
+        )
+    repeats = config.get("repeats") or 1
     if repeats > 1:
         lines.append(
             f"each level ran {repeats} times back to back: its figures are the runs' means, ± the half-width of"
@@ -266,6 +278,29 @@ def _throughput_against_latency(plt: Any, result: dict[str, Any]) -> str:
     return svg
 
 
+def _goodput_chart(plt: Any, result: dict[str, Any], shares: list[tuple[float, float]]) -> str:
+    """Each level's goodput share (requests within every SLO) against its load, the search's share as a
+    line and the level it found marked: where the capacity is, and how steeply the SLO breaks beyond it."""
+    config = result.get("config") or {}
+    fig, ax = plt.subplots()
+    ax.plot(*zip(*sorted(shares), strict=True), "o-", color="#2a7", label="goodput share")
+    if config.get("search"):
+        ax.axhline(config.get("goodput_share_min", 0.99), color="#c33", linestyle="--", label="the SLO's share")
+    found = result.get("capacity_index")
+    if found is not None:
+        lv = result["levels"][found]
+        ax.plot([float(lv["level"])], [lv["goodput_share"]], "*", color="#148", markersize=12, label="capacity")
+    limits = ", ".join(f"{k.removeprefix('slo_').removesuffix('_s')} {v:g} s" for k, v in config.items()
+                       if k.startswith("slo_") and v is not None)  # fmt: skip
+    _concurrency_axis(ax, [x for x, _ in shares], _open(result))
+    ax.set_ylabel("share of requests within the SLO")
+    ax.set_title(f"Goodput ({limits})" if limits else "Goodput")
+    ax.legend(loc="best", fontsize=8)
+    svg = _svg(fig)
+    plt.close(fig)
+    return svg
+
+
 def charts(result: dict[str, Any]) -> list[str]:
     """Throughput, latency percentiles, GPU power and efficiency, and TTFT distributions."""
     import matplotlib
@@ -316,6 +351,9 @@ def charts(result: dict[str, Any]) -> list[str]:
     plt.close(fig)
 
     out.append(_throughput_against_latency(plt, result))
+    shares = _points(lvs, lambda lv: lv.get("goodput_share"))
+    if shares:
+        out.append(_goodput_chart(plt, result, shares))
 
     power = _points(lvs, lambda lv: (lv.get("gpu") or {}).get("power_mean_w"))
     if power:

@@ -227,4 +227,6 @@ def test_the_slo_capacity_search_finds_the_streams_a_replica_serves_within_the_s
     assert written["replica"]["streams"] == 4 and written["found_by"] == "capacity search, closed loop"
     assert written["slo"]["e2e_s"] == 0.5 and written["slo"]["goodput_share"] == 0.99
     assert written["slo"]["measured_share"] >= 0.99
-    assert "capacity: one replica serves 4 streams" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "capacity: one replica serves 4 streams" in err and "SLO capacity search: the highest level" in err
+    assert "Goodput (e2e 0.5 s)" in (tmp_path / "benchmark.html").read_text()
