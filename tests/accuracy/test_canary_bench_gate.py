@@ -1,5 +1,8 @@
 """The canary's benchmark gate against a real server (the CALIBRATION SERVER, the benchmark's own stand-in
-for vLLM): its exit status is its verdict, and its last line of output says what it measured."""
+for vLLM): its exit status is its verdict, and its last line of output says what it measured.
+
+With the timing tests, alone on the machine: the gate refuses to judge a level whose client fell
+behind (client-bound), and beside the lab's suites it did so (CI stop 49's run, ci49)."""
 
 import json
 
