@@ -402,7 +402,7 @@ class Handler(asyncio.Protocol):
 
     async def _answer(self, chat: bool, request: dict[str, Any], number: int, queued: float = 0.0) -> None:
         s = self.schedule
-        tokens = int(request.get("max_tokens") or s.tokens)
+        tokens = int(request.get("max_tokens") or request.get("max_completion_tokens") or s.tokens)  # vLLM takes both
         started = time.time()
         kind = "chat.completion" if chat else "text_completion"
         if not request.get("stream"):

@@ -12,66 +12,14 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import httpx
-import pytest
 import yaml
 from ansible_collections.gpufleet.platform.plugins.module_utils import llm_bench as lb
 
 REPO = Path(__file__).resolve().parents[2]
-ENGINE = REPO / ".cache/engines/transformers-serve/bin"
-MAKE_MODEL = REPO / "tests/fixtures/engines/make_random_model.py"
-
-pytestmark = pytest.mark.skipif(
-    not (ENGINE / "transformers").exists() and os.environ.get("CI") != "true",
-    reason="no engine virtualenv: run scripts/setup-engines.sh",  # in CI a missing engine fails instead
-)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def engine(tmp_path_factory):
-    model = tmp_path_factory.mktemp("tiny-qwen2")
-    subprocess.run([str(ENGINE / "python"), str(MAKE_MODEL), str(model), "--shape", "tiny"], check=True,
-                   capture_output=True)  # fmt: skip
-    port = free_port()
-    log = (tmp_path_factory.mktemp("engine") / "serve.log").open("w")
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    server = subprocess.Popen(
-        # Its KV cache takes a share of the machine's memory (on CPU: 14 GiB of this 24 GiB machine, beside the
-        # lab's other work in `make test`); a tiny model at four streams needs a sliver of that.
-        [str(ENGINE / "transformers"), "serve", "--continuous-batching", "--cb-max-memory-percent", "0.04",
-         "--device", "cpu", "--host", "127.0.0.1", "--port", str(port), str(model)],
-        stdout=log, stderr=subprocess.STDOUT, env=env,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(1)
-        else:
-            pytest.fail(f"transformers serve did not answer /health: {Path(log.name).read_text()[-2000:]}")
-        # The first generation warms the engine up (tens of seconds on two cores): not in any figure.
-        body = {"model": str(model), "messages": [{"role": "user", "content": "warm up"}], "max_tokens": 4}
-        httpx.post(f"{url}/v1/chat/completions", json=body, timeout=180).raise_for_status()
-        yield url, str(model)
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
 
 def config(url: str, model: str, **overrides) -> lb.BenchConfig:
