@@ -277,10 +277,15 @@ def test_verify_and_bench_reach_the_deployed_vllm(converged, tmp_path):
 
 
 def test_plan_shows_each_change_as_a_diff_per_host_and_role_and_changes_nothing(converged):
+    """One variable changed after a converge: check mode says that change, as a diff, and nothing else
+    (every other task of site.yml on every host reports no change: a converged lab is idempotent in
+    check mode too)."""
     proc = gpufleet("--json", "plan", "-i", LAB, "-e", "dcgm_exporter_collect_interval_ms=15000")
     assert proc.returncode == 0, proc.stderr
     document = summary_of(proc)
     assert document["check"] and "<dcgm_exporter_collect_interval_ms>" in document["options"]
+    changed = {(host, role) for host, roles in document["changes"].items() for role in roles}
+    assert changed == {("localhost", "dcgm_exporter")}, document["changes"]
     [diff] = [d["diff"] for d in document["diffs"]["localhost"]["dcgm_exporter"] if "DaemonSet" in d["diff"]]
     assert diff.startswith("--- DaemonSet gpu-monitoring/dcgm-exporter"), diff
     assert re.search(r"^-\s+- '30000'$", diff, re.M) and re.search(r"^\+\s+- '15000'$", diff, re.M), diff
