@@ -92,8 +92,8 @@ def test_multi_token_events_and_role_chunk(calibration_server):
 
 def test_open_loop_arrivals_keep_their_schedule_and_a_cap_holds_them(calibration_server):
     """Open loop at 20 req/s against a server that serves each request in 0.42 s: the client sends each
-    arrival on time, whatever the server's pace; capped at 2 in flight, the completions are the cap's
-    2 / 0.42 s and the rest wait, the wait counted as queue time. The schedule's bound, 50 ms at P99, is
+    arrival on time, whatever the server's pace; capped at 2 in flight (8 req/s offered), the completions
+    are the cap's 2 / 0.42 s and the rest wait, the wait counted as queue time. The schedule's bound, 50 ms at P99, is
     far under the defect it guards (a sender that waits for answers falls behind by requests of 0.42 s);
     beside the lab's suites it measured 25.7 ms."""
     url = calibration_server()
@@ -102,10 +102,11 @@ def test_open_loop_arrivals_keep_their_schedule_and_a_cap_holds_them(calibration
     free = lb.run_level(cfg, 20.0)
     assert abs(free.requests - 80) <= 4 * 80**0.5, free.requests  # Poisson: 4 standard deviations
     assert free.queue["p99"] <= 0.05 and free.error_rate == 0, free.queue
-    capped = lb.run_level(replace(cfg, max_concurrency=2), 20.0)
+    # 8 req/s offered to 2 slots that serve 4.8: the backlog grows (and drains after the window, so 8, not 20).
+    capped = lb.run_level(replace(cfg, max_concurrency=2, warmup_s=0.5), 8.0)
     per_request = TTFT + (TOKENS - 1) * ITL
     assert capped.requests_per_s == pytest.approx(2 / per_request, rel=0.10), capped.requests_per_s
-    assert capped.queue["p50"] > 1.0 and capped.e2e["p99"] < per_request + TTFT_P99_BOUND[8], capped.queue
+    assert capped.queue["p50"] > 0.5 and capped.e2e["p99"] < per_request + TTFT_P99_BOUND[8], capped.queue
 
 
 def test_output_lengths_drawn_around_max_tokens_are_what_the_server_sends(calibration_server):

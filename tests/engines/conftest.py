@@ -9,6 +9,7 @@ import socket
 import subprocess
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import httpx
 import pytest
@@ -29,6 +30,12 @@ def installed(executable: Path) -> Path:
     return executable
 
 
+class Engine(NamedTuple):
+    url: str
+    model: str
+    pid: int
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -37,14 +44,16 @@ def free_port() -> int:
 
 @pytest.fixture(scope="session")
 def engine(tmp_path_factory):
-    """transformers serve on CPU with the tiny model: (its URL, the model's path, which is its name)."""
+    """transformers serve on CPU with the tiny model: its URL, the model's path (which is its name) and its
+    process id."""
     installed(ENGINE / "transformers")
     model = tmp_path_factory.mktemp("tiny-qwen2")
     subprocess.run([str(ENGINE / "python"), str(MAKE_MODEL), str(model), "--shape", "tiny"], check=True,
                    capture_output=True)  # fmt: skip
     port = free_port()
     log = (tmp_path_factory.mktemp("engine") / "serve.log").open("w")
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    # One compute thread: pinned to one core for the AIPerf comparison, a second thread would spin against it.
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
     server = subprocess.Popen(
         # Its KV cache takes a share of the machine's memory (on CPU: 14 GiB of this 24 GiB machine, beside the
         # lab's other work in `make test`); a tiny model at four streams needs a sliver of that.
@@ -66,7 +75,7 @@ def engine(tmp_path_factory):
         # The first generation warms the engine up (tens of seconds on two cores): not in any figure.
         body = {"model": str(model), "messages": [{"role": "user", "content": "warm up"}], "max_tokens": 4}
         httpx.post(f"{url}/v1/chat/completions", json=body, timeout=180).raise_for_status()
-        yield url, str(model)
+        yield Engine(url, str(model), server.pid)
     finally:
         server.terminate()
         server.wait(timeout=30)

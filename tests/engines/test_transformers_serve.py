@@ -29,7 +29,7 @@ def config(url: str, model: str, **overrides) -> lb.BenchConfig:
 
 
 def test_chat_ladder_counts_every_token_and_names_the_dialect(engine):
-    url, model = engine
+    url, model = engine.url, engine.model
     result = lb.run_benchmark(config(url, model)).as_dict()
     assert result["fixed_length"]["used"] is False
     assert "422" in result["fixed_length"]["why"] and "ignore_eos" in result["fixed_length"]["why"]
@@ -49,7 +49,7 @@ def test_chat_ladder_counts_every_token_and_names_the_dialect(engine):
 
 
 def test_completions_api(engine):
-    url, model = engine
+    url, model = engine.url, engine.model
     result = lb.run_benchmark(config(url, model, api="completions", levels=[2], fixed_length="off")).as_dict()
     level = result["levels"][0]
     assert level["errors"] == {} and level["output_tokens_per_s"] > 0
@@ -57,7 +57,7 @@ def test_completions_api(engine):
 
 
 def test_refused_requests_show_the_servers_reason_back_off_and_stop_the_ladder(engine):
-    url, model = engine
+    url, model = engine.url, engine.model
     result = lb.run_benchmark(config(url, model, fixed_length="on", levels=[1, 4], duration_s=5.0)).as_dict()
     level = result["levels"][0]
     assert set(level["errors"]) == {"http_422"}
@@ -70,7 +70,7 @@ def test_refused_requests_show_the_servers_reason_back_off_and_stop_the_ladder(e
 
 
 def test_the_cli_benchmarks_the_engine_and_writes_the_report(engine, tmp_path):
-    url, model = engine
+    url, model = engine.url, engine.model
     proc = subprocess.run(
         [sys.executable, "-m", "gpufleet.cli", "--json", "bench", "--url", url, "--model", model, "--levels", "1,2",
          "--duration", "5", "--warmup", "1", "--max-tokens", "12", "--input-len", "20:30", "--out", str(tmp_path)],
@@ -85,7 +85,7 @@ def test_the_cli_benchmarks_the_engine_and_writes_the_report(engine, tmp_path):
 
 
 def test_the_ansible_module_benchmarks_the_engine(engine, tmp_path):
-    url, model = engine
+    url, model = engine.url, engine.model
     playbook = [{
         "hosts": "localhost", "gather_facts": False,
         "tasks": [{"gpufleet.platform.llm_benchmark": {"url": url, "model": model, "levels": [2], "duration": 5,
