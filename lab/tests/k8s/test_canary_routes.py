@@ -107,7 +107,11 @@ def test_a_canary_through_istio_is_admitted_by_istios_and_argo_rollouts_schemas(
     assert canary["steps"][:3] == [{"setWeight": 10}, bench_step, {"pause": {"duration": "5m"}}]
     (metric,) = objects["AnalysisTemplate/vllm-canary-bench"]["spec"]["metrics"]
     job = metric["provider"]["job"]["spec"]["template"]["spec"]
-    assert job["containers"][0]["args"][:2] == ["--url", f"http://vllm-canary.{namespace}.svc:8000"]
+    # Through the Service on the canary's own label (its pods carry it from their start), not the canary
+    # Service, whose selector Argo Rollouts switches late: the Job must measure the new version only.
+    assert job["containers"][0]["args"][:2] == ["--url", f"http://vllm-canary-bench.{namespace}.svc:8000"]
+    bench_service = objects["Service/vllm-canary-bench"]["spec"]["selector"]
+    assert bench_service["gpufleet.io/version"] == "canary", bench_service
 
 
 def test_a_canary_through_the_gateway_api_is_admitted_by_its_schema(crds, gpu_api, namespace, tmp_path):
