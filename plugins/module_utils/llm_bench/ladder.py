@@ -155,8 +155,8 @@ def run_benchmark(cfg: BenchConfig, gpu: Any = None, server: Any = None) -> Benc
     if fixed["used"] is False and cfg.api != "kserve_v2":
         warnings.append(f"output length not fixed ({fixed['why']}): token counts are what arrived")
     drops = find_drops(levels, cfg.knee_gain)
-    for i in drops:
-        best = max((lv for lv in levels[:i] if lv.valid), key=lambda lv: lv.output_tokens_per_s)
+    for i, below in drops.items():
+        best = levels[below]
         fell = 1 - levels[i].output_tokens_per_s / best.output_tokens_per_s
         warnings.append(
             f"level {levels[i].level:g}: throughput fell {fell:.0%} below level {best.level:g}'s"
@@ -175,7 +175,7 @@ def run_benchmark(cfg: BenchConfig, gpu: Any = None, server: Any = None) -> Benc
         levels=levels,
         knee_index=find_knee(levels, cfg.knee_gain),
         operating_point_index=operating_point(levels, cfg.p99_slo_s, cfg.recommend_within),
-        drop_indices=drops,
+        drop_indices=list(drops),
         capacity_index=capacity_level(cfg, levels) if cfg.search else None,
         started=started,
         finished=time.time(),

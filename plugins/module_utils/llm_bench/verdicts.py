@@ -25,21 +25,22 @@ def throughput(level: LevelResult) -> tuple[float, float, float]:
     return (level.output_tokens_per_s,) * 3
 
 
-def find_drops(levels: Sequence[LevelResult], min_gain: float) -> list[int]:
-    """Indices of the valid levels whose throughput fell below a lower valid level's: below its 95 %
-    interval where both were repeated, else by more than ``min_gain`` of it. More streams that buy less
+def find_drops(levels: Sequence[LevelResult], min_gain: float) -> dict[int, int]:
+    """The valid levels whose throughput fell below a lower valid level's, each index with the index of the
+    best level below it: below its 95 % interval where both were repeated, else by more than ``min_gain``
+    of it. More streams that buy less
     throughput are not a knee but a fault of the load or the server (on the H200, 256 closed-loop
     streams of one fixed length gave a quarter less than 128: the streams started and ended in cohorts,
     each cohort's prefill stalling the decode)."""
     valid = [i for i, lv in enumerate(levels) if lv.valid and lv.output_tokens_per_s > 0]
-    drops = []
+    drops = {}
     for n, i in enumerate(valid[1:], start=1):
-        best = max((levels[j] for j in valid[:n]), key=lambda lv: lv.output_tokens_per_s)
+        best = max(valid[:n], key=lambda j: levels[j].output_tokens_per_s)
         mean, _, _ = throughput(levels[i])
-        best_mean, best_low, _ = throughput(best)
-        repeated = levels[i].repeats > 1 and best.repeats > 1
+        best_mean, best_low, _ = throughput(levels[best])
+        repeated = levels[i].repeats > 1 and levels[best].repeats > 1
         if mean < (best_low if repeated else (1 - min_gain) * best_mean):
-            drops.append(i)
+            drops[i] = best
     return drops
 
 
@@ -53,7 +54,7 @@ def drop_cause(level: LevelResult, fixed_length: bool) -> str:
         causes.append(
             "closed loop with one fixed output length: the streams start and end together, so each cohort's"
             " prefill stalls the decode and the GPU idles between cohorts (open-loop arrivals have no cohorts:"
-            " --mode open)"
+            " --rates)"
         )
     if isinstance(gpu.get("util_mean_pct"), int | float):
         causes.append(f"GPU utilisation {gpu['util_mean_pct']:.0f} % over the window")

@@ -98,7 +98,7 @@ def test_an_open_repeated_ladder_says_its_load_its_intervals_and_its_drop():
     drops = lb.find_drops(levels, cfg.knee_gain)
     result = lb.BenchResult({"mode": "open", "arrival": "gamma", "burstiness": 0.5, "max_concurrency": 64,
                              "max_tokens": 128, "repeats": 3}, levels, lb.find_knee(levels, 0.1), None, 0.0, 1.0,
-                            drop_indices=drops).as_dict()  # fmt: skip
+                            drop_indices=list(drops)).as_dict()  # fmt: skip
     table = report.ladder_table(result)
     assert "load: open loop: gamma arrivals of burstiness 0.5 at each level's rate (req/s)" in table
     assert "at most 64 in flight" in table and "each level ran 3 times back to back" in table

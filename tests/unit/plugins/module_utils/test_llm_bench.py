@@ -84,12 +84,12 @@ def test_knee_and_operating_point():
 def test_a_level_whose_throughput_fell_is_a_drop_not_the_knee():
     """The H200's 256 closed-loop streams gave a quarter less than 128: it was labelled the knee."""
     levels = _ladder((64, 9000, 3.0), (128, 14000, 4.0), (256, 10500, 19.0))
-    assert lb.find_drops(levels, 0.10) == [2]
+    assert lb.find_drops(levels, 0.10) == {2: 1}  # fell below 128 streams
     assert lb.find_knee(levels, 0.10) == 1  # the last level before throughput fell
     # Within the knee's gain it is noise, not a drop; an invalid level is neither.
-    assert lb.find_drops(_ladder((1, 100, 1.0), (2, 95, 2.0)), 0.10) == []
+    assert lb.find_drops(_ladder((1, 100, 1.0), (2, 95, 2.0)), 0.10) == {}
     levels[1].valid = False
-    assert lb.find_drops(levels, 0.10) == []
+    assert lb.find_drops(levels, 0.10) == {}
 
 
 def test_a_drop_names_its_likely_cause_from_the_servers_figures():

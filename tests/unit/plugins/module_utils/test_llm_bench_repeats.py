@@ -39,7 +39,7 @@ def test_a_drop_is_below_the_lower_levels_interval_and_the_knee_reads_the_interv
     """The H200's 128 and 256 streams: runs up to 10 % apart. 256 below 128's interval is a drop; a
     level whose interval still allows the knee's gain is not the knee, so the knee does not flip."""
     levels = [repeated(64, 9000, 9100, 8900), repeated(128, 14000, 13300, 14600), repeated(256, 10500, 10900, 10200)]
-    assert lb.find_drops(levels, 0.10) == [2] and lb.find_knee(levels, 0.10) == 1
+    assert lb.find_drops(levels, 0.10) == {2: 1} and lb.find_knee(levels, 0.10) == 1
     noisy = [repeated(64, 9000, 9100, 8900), repeated(128, 9500, 8000, 11500)]  # +5 % on the means
     assert lb.find_knee(noisy, 0.10) is None  # its interval allows +30 %: not proven a knee
     assert lb.find_knee([run(9000, 1.0), run(9500, 2.0)], 0.10) == 1  # one run each: the means decide
