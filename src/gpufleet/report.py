@@ -134,6 +134,23 @@ def ladder_rows(result: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
+def _search_stopped_by_invalid(result: dict[str, Any]) -> str:
+    """Why a search ended where it did, when the level that ended it was no measurement of the server: an
+    invalid level (client-bound, errors) fails the search as a missed SLO does, and the reader must not take
+    it for the server's limit."""
+    found = result.get("capacity_index")
+    floor = float(result["levels"][found]["level"]) if found is not None else float("-inf")
+    above = [lv for lv in result["levels"] if float(lv["level"]) > floor]
+    if not above:
+        return ""
+    first = min(above, key=lambda lv: float(lv["level"]))
+    if first.get("valid", True):
+        return ""
+    why = "client-bound" if first.get("client_bound") else "not valid"
+    where = f"level {_level_name(result, first)}, where it stopped,"
+    return f"; {where} was {why}: no limit of the server's, so run it again"
+
+
 def notes(result: dict[str, Any]) -> list[str]:
     """What a reader must know beside the numbers: errors with the server's words, levels
     that cannot be trusted, how the server streamed, where GPU figures came from."""
@@ -147,6 +164,7 @@ def notes(result: dict[str, Any]) -> list[str]:
             f" {config.get('goodput_share_min', 0.99):g}: "
             + (f"{_level_name(result, level)} (share {level['goodput_share']:.3f})" if level else "none passed")
             + f"; tried {', '.join(_level_name(result, lv) for lv in result['levels'])}"
+            + _search_stopped_by_invalid(result)
         )
     repeats = config.get("repeats") or 1
     if repeats > 1:

@@ -107,3 +107,19 @@ def test_an_open_repeated_ladder_says_its_load_its_intervals_and_its_drop():
     assert rows[3].startswith("8/s (DROP)")
     page = report.html_report(result, "t")
     assert "offered requests/s (log scale)" in page and "95 % interval of the repeats" in page
+
+
+def test_a_search_ended_by_a_client_bound_level_says_that_is_no_limit_of_the_servers():
+    """CI stop 49: beside the lab, the search's first level was client-bound, so it found nothing and the
+    note read only "none passed", as if the server could not serve one stream."""
+    cfg = lb.BenchConfig(base_url="x", search="streams")
+    level = lb.judge_level(cfg, 1, [], [], 0.1, 1.0, 4.0)
+    level.valid, level.client_bound, level.goodput_share = False, True, 1.0
+    result = lb.BenchResult({"mode": "closed", "search": "streams", "max_tokens": 16}, [level], None, None, 0.0,
+                            1.0).as_dict()  # fmt: skip
+    line = next(x for x in report.notes(result) if x.startswith("SLO capacity search"))
+    assert line.endswith("none passed; tried 1; level 1, where it stopped, was client-bound: no limit of the server's,"
+                         " so run it again"), line  # fmt: skip
+    result["levels"][0].update(valid=True, client_bound=False)
+    line = next(x for x in report.notes(result) if x.startswith("SLO capacity search"))
+    assert line.endswith("tried 1"), line
