@@ -38,7 +38,7 @@ from urllib.parse import urlparse
 
 import gpufleet_lab as lab
 import pytest
-from conftest import GPU_NODE
+from conftest import GPU_NODE, in_host
 from gpufleet.lib.llm_bench import BenchConfig, gate
 from gpufleet.lib.llm_bench.drill import outcome
 from gpufleet.lib.llm_bench.http import auth_headers, send
@@ -534,6 +534,10 @@ def test_a_good_triton_canary_is_promoted_through_every_step_with_no_failed_infe
     assert rollout.status["phase"] == "Healthy" and rollout.status["stableRS"] != first_stable, rollout.status
     assert {1, 2} <= rollout.steps, rollout.steps
     assert len(load.records) > 500 and load.failed() == 0, load.failed()
+    # One repository version on the node: the promoted one's (the first stable's and an aborted canary's went).
+    versions = in_host(GPU_NODE, "ls /srv/triton/models").stdout.split()
+    print(f"Triton's repository versions on {GPU_NODE} after the promotion: {versions}")
+    assert len(versions) == 1, versions
     # `gpufleet verify`'s Triton canary check: the phase and the last analysis.
     args = {"kubeconfig": GPU_KUBECONFIG, "namespace": "inference", "kind": "Rollout", "name": "triton", "timeout": 30}
     passed, answer = ansible_module("gpufleet.platform.rollout_status", args)
