@@ -10,6 +10,7 @@
 #   Prometheus, the Prometheus Operator and its config-reloader, at the versions kube-prometheus-stack
 #   79.0.1 deploys
 #   kwok (simulated nodes) and its stages, helm, and KServe's InferenceService CRD.
+#   gpufleet-lab-dra-driver: the lab's DRA kubelet plugin (lab/dra-driver, a FIXTURE stand-in for NVIDIA's).
 #   The route CRDs of Istio, the Gateway API and Argo Rollouts, for the canary routes' checks.
 #   CoreDNS, the clusters' DNS (KEDA's metrics server finds its operator by its Service's name).
 #
@@ -185,6 +186,17 @@ fi
 pause_src=$repo/lab/scripts/lab-pause
 if [ ! -x "$bin/pause" ] || [ "$pause_src/main.go" -nt "$bin/pause" ]; then
   (cd "$pause_src" && GOFLAGS= go build -trimpath -ldflags "-s -w" -o "$bin/pause" .)
+fi
+
+# The lab's DRA driver (lab/dra-driver, a FIXTURE stand-in for NVIDIA's DRA driver for GPUs), its own small
+# module graph on Kubernetes' published v0.36 libraries: rebuilt when its source changes (a stamp of its
+# files' hashes, since a fresh clone's files are all newer than the cached binary).
+dra_src=$repo/lab/dra-driver
+dra_stamp=$(cd "$dra_src" && sha256sum main.go go.mod go.sum | sha256sum | cut -c1-16)
+if [ ! -x "$bin/gpufleet-lab-dra-driver" ] || [ "$(cat "$out/.dra-driver" 2>/dev/null)" != "$dra_stamp" ]; then
+  step "building the lab's DRA driver (FIXTURE)"
+  (cd "$dra_src" && go build -trimpath -ldflags "-s -w" -o "$bin/gpufleet-lab-dra-driver" .)
+  echo "$dra_stamp" > "$out/.dra-driver"
 fi
 
 BUILT="$TOOLS

@@ -41,6 +41,9 @@ DCGM_FIXTURE_EXPORTER = lab.LAB_ROOT / "roles/lab_dcgm_fixture_exporter/files/dc
 CANARY_BENCH_IMAGE = "localhost/gpufleet-lab/canary-bench:1"
 CANARY_BENCH_CONTAINERFILE = lab.REPO_ROOT / "images/canary-bench/Containerfile"
 CANARY_BENCH_PACKAGE = lab.REPO_ROOT / "plugins/module_utils/llm_bench"
+# The lab's DRA driver (lab/dra-driver, a FIXTURE stand-in for NVIDIA's), run by lab/src/gpufleet_lab/dra.py.
+DRA_DRIVER_IMAGE = "localhost/gpufleet-lab/dra-driver-fixture:1"
+DRA_DRIVER_BINARY = "gpufleet-lab-dra-driver"
 POD_CIDR = "10.244.0.0/16"
 IMAGE_STAMPS = "/var/lib/gpufleet-lab/images"
 # What the GPU cluster's real nodes advertise, one each (labk8s._advertise_gpu): the device plugin's name.
@@ -423,6 +426,8 @@ def build_images(binaries: Path) -> dict[str, Path]:
     out.mkdir(parents=True, exist_ok=True)
     archives: dict[str, Path] = {}
     static = {PAUSE_IMAGE: (binaries / "pause", "/pause")}
+    if (binaries / DRA_DRIVER_BINARY).exists():
+        static[DRA_DRIVER_IMAGE] = (binaries / DRA_DRIVER_BINARY, "/dra-driver")
     # Each built binary named <command>-v<version> becomes the image the chart names, as upstream builds it.
     for binary in sorted(binaries.glob("*-v*")):
         command, version = binary.name.rsplit("-", 1)
