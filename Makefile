@@ -92,20 +92,21 @@ engine-tests: engines
 # Each drill with its protection on. Its runs with the protection off (marked protection_off: they show
 # the drill catches the fault, so a drill that can no longer fail is seen) are `make drills`: they
 # prove the drill, not the change, and took 12 of the suite's 65 minutes (session 36). So are the
-# drills marked beyond_ci, which the CI's budget cannot hold yet (Triton's canary, 5.5 min: session 37).
+# drills marked beyond_ci, which the CI's budget cannot hold yet (Triton's canary, 5.5 min: session 37;
+# GPUs claimed through DRA, lab/tests/k8s/test_dra.py, 2.5 min: session 39).
 lab-tests: lab-controllers lab-up
 	pytest -q --durations=20 -m "not protection_off and not beyond_ci" lab/tests/e2e
 
 ## drills: the lab's drills with their protection off (each must still catch its fault), and those beyond the CI's budget
 drills: lab-controllers lab-up
-	pytest -q -s --durations=10 -m "protection_off or beyond_ci" lab/tests/e2e
+	pytest -q -s --durations=10 -m "protection_off or beyond_ci" lab/tests/e2e lab/tests/k8s
 
 # The lab control plane: built once from Go modules (about 9 min cold on 2 cores), then started in seconds.
 k8s:
 	lab/scripts/build-lab-k8s.sh
 
 k8s-tests: k8s
-	pytest -q --durations=5 lab/tests/k8s
+	pytest -q --durations=5 -m "not beyond_ci" lab/tests/k8s
 
 molecule: lab-controllers lab-up
 	tests/molecule.sh

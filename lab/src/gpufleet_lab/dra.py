@@ -9,6 +9,7 @@ scheduler, the resource claim controller and containerd's CDI are Kubernetes' an
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from typing import Any
@@ -32,7 +33,8 @@ def devices() -> dict[str, list[dict[str, Any]]]:
     """Each real GPU node's devices, as the driver's devices file has them."""
     facts = gpu_facts.parse_nvidia_smi_xml(REFERENCE.read_text())
     gpu = facts["gpus"][0]
-    driver = facts["driver_version"] + (".0" if facts["driver_version"].count(".") == 1 else "")
+    # A version attribute is semantic: three numbers without leading zeros (580.159.04 is 580.159.4).
+    driver = ".".join(str(int(part)) for part in [*facts["driver_version"].split("."), "0", "0"][:3])
     common = {
         "productName": {"string": gpu["name"]},
         "architecture": {"string": gpu["architecture"]},
@@ -57,6 +59,9 @@ def devices() -> dict[str, list[dict[str, Any]]]:
 
 def manifests() -> list[dict[str, Any]]:
     labels = {"app.kubernetes.io/name": "gpufleet-lab-dra-driver"}
+    devices_json = json.dumps(devices(), indent=1)
+    # The driver reads its devices once, at start: changed devices restart its pods.
+    annotations = {"gpufleet.io/devices": hashlib.sha256(devices_json.encode()).hexdigest()[:16]}
     hostpaths = {
         "plugins": "/var/lib/kubelet/plugins",
         "registry": "/var/lib/kubelet/plugins_registry",
@@ -78,9 +83,10 @@ def manifests() -> list[dict[str, Any]]:
          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "gpufleet-lab-dra-driver"},
          "subjects": [{"kind": "ServiceAccount", "name": "dra-driver", "namespace": NAMESPACE}]},
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "devices", "namespace": NAMESPACE},
-         "data": {"devices.json": json.dumps(devices(), indent=1)}},
+         "data": {"devices.json": devices_json}},
         {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "dra-driver", "namespace": NAMESPACE},
-         "spec": {"selector": {"matchLabels": labels}, "template": {"metadata": {"labels": labels}, "spec": {
+         "spec": {"selector": {"matchLabels": labels}, "template": {
+             "metadata": {"labels": labels, "annotations": annotations}, "spec": {
              "serviceAccountName": "dra-driver",
              "nodeSelector": {labnodes.TAINT["key"]: "true"},
              "tolerations": [{"operator": "Exists"}],
@@ -124,8 +130,11 @@ def install(api: client.ApiClient, timeout: float = 120) -> None:
         if time.monotonic() > deadline:
             pods = client.CoreV1Api(api).list_namespaced_pod(NAMESPACE).items
             states = {p.spec.node_name if p.spec else "?": p.status.phase if p.status else "?" for p in pods}
+            names = [str(p.metadata.name) for p in pods if p.metadata]
+            log = client.CoreV1Api(api).read_namespaced_pod_log(names[0], NAMESPACE, tail_lines=3) if names else ""
             raise lab.LabError(f"the lab's DRA driver published slices for {sorted(published)} only, not"
-                               f" {sorted(wanted - published)}, in {timeout:.0f} s (its pods: {states})")  # fmt: skip
+                               f" {sorted(wanted - published)}, in {timeout:.0f} s (its pods: {states}; the end of"
+                               f" one's log: {log})")  # fmt: skip
         time.sleep(1)
 
 

@@ -15,8 +15,8 @@ def test_gpu1_has_the_whole_h200_and_gpu2_one_of_its_mig_devices():
     assert h200["attributes"]["uuid"]["string"].startswith("GPU-")
     (mig,) = devices["worker-gpu2"]
     assert mig["attributes"]["type"] == {"string": "mig"} and mig["attributes"]["profile"] == {"string": "1g.18gb"}
-    # A version attribute must be semantic (the API refuses 580.95 as a version).
-    assert h200["attributes"]["driverVersion"]["version"].count(".") == 2
+    # A version attribute must be semantic: the API refused the driver's own 580.159.04 (a leading zero).
+    assert h200["attributes"]["driverVersion"] == {"version": "580.159.4"}
 
 
 def test_the_driver_objects_and_a_claim_of_the_roles_pass_the_kubernetes_schema():
