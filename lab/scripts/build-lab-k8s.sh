@@ -16,7 +16,8 @@
 #
 #   build-lab-k8s.sh controllers: the controllers the serving roles drive, each at the version of its
 #   pinned chart, in its own module graph: KEDA's operator, metrics API server and admission webhooks,
-#   and Argo Rollouts' controller (only their suites and scenarios need them).
+#   Argo Rollouts' controller (only their suites and scenarios need them), and Alertmanager (the GPU
+#   remediation's drill).
 #
 # All of them but KEDA and one node_exporter are built in one module graph, Kubernetes' own: each package is compiled once,
 # where building each tool from its own module compiled k8s.io/api, client-go, gRPC and
@@ -67,6 +68,10 @@ KEDA_VERSION=v2.20.2
 # Argo Rollouts' controller at the version the pinned chart (lab/charts/argo-rollouts-2.41.0.tgz) deploys:
 # its own module graph too (k8s.io/* v0.34 by replace directives), built as upstream's Makefile does.
 ARGO_ROLLOUTS_VERSION=v1.9.0
+# Alertmanager at the version kube-prometheus-stack 79.0.1 deploys, in its own module graph as upstream
+# builds it: the GPU remediation's drill (lab/tests/k8s/test_gpu_remediation.py) runs it on the lab
+# machine, routing the GPU rules' alerts to the collection's rulebook.
+ALERTMANAGER_VERSION=v0.28.1
 # CoreDNS as kubeadm deploys it, with the plugins a cluster's DNS uses (its own module graph; the
 # generated plugin list is cut to them, as CoreDNS's plugin.cfg is for a custom build).
 # `metrics` is the Corefile's `prometheus` (forward and cache import it too).
@@ -138,7 +143,18 @@ if [ "${1:-}" = controllers ]; then
     mv "$tmp/argo-rollouts-$ARGO_ROLLOUTS_VERSION" "$bin/"
     rm -rf "$tmp"
   fi
-  step "ready: $(cd "$bin" && echo keda* argo-rollouts*)"
+  if [ ! -x "$bin/alertmanager-$ALERTMANAGER_VERSION" ]; then
+    step "building Alertmanager $ALERTMANAGER_VERSION (its own module graph)"
+    tmp=$(mktemp -d)
+    cp -r "$(module_dir "github.com/prometheus/alertmanager@$ALERTMANAGER_VERSION")" "$tmp/alertmanager"
+    chmod -R u+w "$tmp/alertmanager"
+    (cd "$tmp/alertmanager" && go build -trimpath \
+      -ldflags "-s -w -X github.com/prometheus/common/version.Version=${ALERTMANAGER_VERSION#v}" \
+      -o "$tmp/alertmanager-$ALERTMANAGER_VERSION" ./cmd/alertmanager)
+    mv "$tmp/alertmanager-$ALERTMANAGER_VERSION" "$bin/"
+    rm -rf "$tmp"
+  fi
+  step "ready: $(cd "$bin" && echo keda* argo-rollouts* alertmanager*)"
   exit 0
 fi
 

@@ -17,15 +17,13 @@ from collections.abc import Callable
 from typing import Any
 
 from ansible_collections.gpufleet.platform.plugins.module_utils.gpu_facts import GpuFactsError, _text
+from ansible_collections.gpufleet.platform.plugins.module_utils.xid import NODE_FAULTS
 
 PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "skip"
 
-# XIDs after which NVIDIA's XID catalogue says to reset the GPU or reboot the node, or which
-# report hardware faults (memory, NVLink, the bus, GSP). Others (13, 31, 43, 45: faults of an
-# application or its exit) are warnings: the job that caused them is gone after a drain.
-XID_NODE_FAULTS = frozenset(
-    {48, 56, 57, 58, 61, 62, 63, 64, 68, 69, 73, 74, 79, 92, 94, 95, 109, 110, 119, 120, 121, 140}
-)
+# XIDs after which the node needs a reset or more (module_utils/xid.py, after NVIDIA's catalogue); others
+# (13, 31, 43, 45: faults of an application or its exit) are warnings: the job that caused them is gone after a drain.
+XID_NODE_FAULTS = NODE_FAULTS
 _XID = re.compile(r"NVRM: Xid \(PCI:([0-9A-Fa-f:.]+)\): (\d+),?\s*(.*)")
 
 # clocks_event_reasons (throttle_reasons before driver 535) that mean the hardware protects

@@ -42,6 +42,13 @@ options:
     type: list
     elements: str
     default: []
+  kernel_log_since:
+    description:
+      - Read the kernel log from this time on (seconds since the epoch), not since boot - a remediation's gate after a
+        GPU reset, when the XID that caused it is still in the log. Needs the journal (C(journalctl -k --since)); where
+        there is none, the ring buffer since boot is read.
+    type: int
+    version_added: 0.10.0
 """
 
 EXAMPLES = r"""
@@ -77,13 +84,17 @@ CHECK_NAMES = ("xid_errors", "row_remapping", "retired_pages", "ecc_uncorrectabl
 
 
 def kernel_log(module: AnsibleModule) -> str | None:
-    """The kernel log since boot: the journal where there is one, else the ring buffer."""
-    for argv in (["journalctl", "-k", "-b", "--no-pager", "-o", "short-monotonic"], ["dmesg"]):
+    """The kernel log since boot (or since kernel_log_since): the journal where there is one, else the ring buffer."""
+    since = module.params["kernel_log_since"]
+    window = ["--since", f"@{since}"] if since else ["-b"]
+    for argv in (["journalctl", "-k", *window, "--no-pager", "-o", "short-monotonic"], ["dmesg"]):
         binary = module.get_bin_path(argv[0])
         if binary:
             rc, out, _ = module.run_command([binary, *argv[1:]])
             if rc == 0 and out.strip() and "No entries" not in out:
                 return out
+            if rc == 0 and since and argv[0] == "journalctl":
+                return out  # nothing logged since then: the ring buffer would bring back what came before
     return None
 
 
@@ -94,6 +105,7 @@ def main() -> None:
             "pci_devices_dir": {"type": "path", "default": "/sys/bus/pci/devices"},
             "dcgm_diag": {"type": "bool", "default": True},
             "ignore": {"type": "list", "elements": "str", "default": []},
+            "kernel_log_since": {"type": "int"},
         },
         supports_check_mode=True,
     )

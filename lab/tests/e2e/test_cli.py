@@ -224,6 +224,9 @@ def test_verify_prints_a_pass_fail_table(converged, tmp_path):
         for check in unused:
             row = rows[("localhost", f"{engine} {check}")]
             assert row["status"] == "skipped", row
+    # No GPU node is quarantined by the remediation (playbooks/gpu_remediation.yml).
+    out = rows[("localhost", "GPU nodes out of service (quarantine: cause and age)")]
+    assert out["status"] == "passed" and "none quarantined" in out["detail"], out
     assert re.search(r"verify: \d+ passed, [1-9]\d* failed, 6 skipped", proc.stderr), proc.stderr
     failed_row = r"FAILED\s+localhost\s+inference endpoint nothing-listens: [\w-]+ +http://127.0.0.1:9"
     assert re.search(failed_row, proc.stderr), proc.stderr

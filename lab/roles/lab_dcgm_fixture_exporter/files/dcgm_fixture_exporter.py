@@ -8,11 +8,14 @@ so the telemetry path (tunnel, Prometheus, verifier) can be tested on hosts
 without a GPU. Fields listed as unsupported are served with DCGM's blank
 sentinel, as the real exporter does for fields a GPU does not support.
 Identity labels default to the H200 captured in tests/fixtures/nvidia-smi-q-x.h200.xml.
+Faults are injected through --faults: a JSON file, read at every scrape, of GPU index -> field -> value
+({"0": {"DCGM_FI_DEV_XID_ERRORS": 48}}), served instead of the synthetic value (the remediation drills).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import threading
 import time
@@ -75,8 +78,17 @@ class Fixture:
         }
         return ",".join(f'{k}="{v}"' for k, v in pairs.items())
 
+    def faults(self) -> dict[str, dict[str, float]]:
+        """The injected values, by GPU index and field; none where the file is absent or being written."""
+        try:
+            with open(self.args.faults, encoding="utf-8") as handle:
+                return json.load(handle)
+        except (OSError, TypeError, ValueError):
+            return {}
+
     def render(self) -> str:
         now = time.time()
+        faults = self.faults()
         out = []
         for name, kind, help_text in self.counters:
             if kind == "label":
@@ -85,6 +97,7 @@ class Fixture:
             out.append(f"# TYPE {name} {kind}")
             for gpu in range(self.args.gpus):
                 value = INT64_BLANK if name in self.unsupported else synthetic_value(name, gpu, now)
+                value = float(faults.get(str(gpu), {}).get(name, value))
                 out.append(f"{name}{{{self.labels(gpu)}}} {value:.17g}")
         return "\n".join(out) + "\n"
 
@@ -100,6 +113,7 @@ def main() -> None:
     parser.add_argument("--driver-version", default="580.159.04")
     parser.add_argument("--uuid-prefix", default="GPU-f1x7e5e0-0000-0000-0000-")
     parser.add_argument("--unsupported", default="", help="comma-separated fields served as blank")
+    parser.add_argument("--faults", help="JSON file of injected values: GPU index -> field -> value")
     parser.add_argument(
         "--nodes",
         type=int,
