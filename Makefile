@@ -106,7 +106,7 @@ k8s:
 	lab/scripts/build-lab-k8s.sh
 
 k8s-tests: k8s
-	pytest -q --durations=5 -m "not beyond_ci" lab/tests/k8s
+	pytest -q --durations=5 -m "not protection_off and not beyond_ci" lab/tests/k8s
 
 molecule: lab-controllers lab-up
 	tests/molecule.sh

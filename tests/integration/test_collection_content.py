@@ -12,6 +12,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+import yaml
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # What a collection user gets: the playbooks and their roles and plugins, the example inventory, the
@@ -24,6 +25,7 @@ PRODUCT = re.compile(
     r"|plugins/(filter|test)/[a-z0-9_]+\.yml"
     r"|roles/[a-z0-9_]+/(README\.md|(defaults|files|handlers|meta|tasks|templates|vars)/.+)"
     r"|images/[a-z0-9-]+/Containerfile"
+    r"|extensions/eda/rulebooks/[a-z0-9_]+\.yml"
 )
 
 
@@ -56,7 +58,7 @@ def test_it_holds_nothing_but_the_product(archive: set[str]) -> None:
 
 
 def test_it_holds_every_role_plugin_and_playbook(archive: set[str]) -> None:
-    tracked_product = tracked("roles", "plugins", "playbooks", "images", "site.yml")
+    tracked_product = tracked("roles", "plugins", "playbooks", "images", "extensions", "site.yml")
     product = {name for name in tracked_product if "/molecule/" not in name}
     assert product - archive == set(), "product files missing from the built collection"
 
@@ -92,3 +94,16 @@ def test_ansible_doc_finds_every_plugin_of_the_installed_collection(installed: P
     assert wanted and wanted <= set(found), sorted(wanted - set(found))
     undocumented = sorted(name for name in wanted if not found[name])
     assert not undocumented, f"listed without a description: {undocumented}"
+
+
+def test_the_rulebook_is_found_by_its_name_in_the_installed_collection(built: Path, tmp_path: Path) -> None:
+    """ansible-rulebook finds `--rulebook gpufleet.platform.gpu_remediation` in an installed collection's
+    extensions/eda/rulebooks, and its playbook as gpufleet.platform.gpu_remediation."""
+    subprocess.run([str(BIN / "ansible-galaxy"), "collection", "install", "--offline", "--force", "-p", str(tmp_path),
+                    str(built)],
+                   check=True, capture_output=True)  # fmt: skip
+    root = tmp_path / "ansible_collections/gpufleet/platform"
+    rulebook = yaml.safe_load((root / "extensions/eda/rulebooks/gpu_remediation.yml").read_text())
+    [action] = [rule["action"] for ruleset in rulebook for rule in ruleset["rules"]]
+    assert action["run_playbook"]["name"] == "gpufleet.platform.gpu_remediation"
+    assert (root / "playbooks/gpu_remediation.yml").is_file()

@@ -201,6 +201,7 @@ def gpu_node(gpu_api) -> Iterator[None]:
     taints = [t for t in node.spec.taints or [] if t.key != TAINT]
     core.patch_node(NODE.name, {"spec": {"unschedulable": None, "taints": taints},
                                 "metadata": {"labels": {"gpufleet.io/replace": None}}})  # fmt: skip
+    core.delete_collection_namespaced_event("default", field_selector="source=gpufleet-remediation")
 
 
 @pytest.fixture
@@ -226,6 +227,11 @@ def workload(gpu_api, namespace) -> str:
 
 def pod_uids(gpu_api, namespace: str) -> set[str]:
     return {p.metadata.uid for p in client.CoreV1Api(gpu_api).list_namespaced_pod(namespace).items}
+
+
+def remediation_events(gpu_api) -> set[str]:
+    selector = f"involvedObject.name={NODE.name},source=gpufleet-remediation"
+    return {e.reason for e in client.CoreV1Api(gpu_api).list_namespaced_event("default", field_selector=selector).items}
 
 
 def quarantined(gpu_api) -> bool:
@@ -285,12 +291,9 @@ def test_a_double_bit_ecc_error_quarantines_the_node_and_a_reset_brings_it_back(
     assert not node.spec.unschedulable and not quarantined(gpu_api)
     # The drain moved the pod: the one running now is a replacement.
     wait_for(lambda: pod_uids(gpu_api, workload) - before, "the replacement pod", 60)
-    events = (
-        client.CoreV1Api(gpu_api)
-        .list_namespaced_event("default", field_selector=f"involvedObject.name={NODE.name},source=gpufleet-remediation")
-        .items
-    )
-    assert {"GPURemediationQuarantined", "GPURemediationReleased"} <= {e.reason for e in events}
+    # The audit row comes first, the node's Event right after it.
+    wait_for(lambda: {"GPURemediationQuarantined", "GPURemediationReleased"} <= remediation_events(gpu_api),
+             "the node's Events", 30)  # fmt: skip
 
 
 @pytest.mark.protection_off
