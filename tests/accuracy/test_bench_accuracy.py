@@ -106,7 +106,12 @@ def test_open_loop_arrivals_keep_their_schedule_and_a_cap_holds_them(calibration
     capped = lb.run_level(replace(cfg, max_concurrency=2, warmup_s=0.5), 8.0)
     per_request = TTFT + (TOKENS - 1) * ITL
     assert capped.requests_per_s == pytest.approx(2 / per_request, rel=0.10), capped.requests_per_s
-    assert capped.queue["p50"] > 0.5 and capped.e2e["p99"] < per_request + TTFT_P99_BOUND[8], capped.queue
+    # The waits of the requests that complete in the window: the nth completes at n / 4.76 s, having arrived at
+    # n / 8 s, so a completion at c waited about 0.405 c - 0.42 s: a median near 0.59 s (c = 2.5 s), at most 1.4 s
+    # at P99. The defect this guards counts no queue time at all (0); the bounds sit at about half the model's
+    # figures, as a seeded Poisson schedule moves the median (0.49 s measured beside nothing, CI 51).
+    assert capped.queue["p50"] > 0.25 and capped.queue["p99"] > 0.7, capped.queue
+    assert capped.e2e["p99"] < per_request + TTFT_P99_BOUND[8], capped.e2e
 
 
 def test_output_lengths_drawn_around_max_tokens_are_what_the_server_sends(calibration_server):
