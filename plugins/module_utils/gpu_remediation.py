@@ -198,6 +198,7 @@ def plan(
             decision["keys"] = [key]
             chosen[node] = decision
         decisions.append(decision)
+    decisions += _releases(settings.get("release") or [], by_name, hosts, quarantined)
     for decision in decisions:
         decision["line"] = (
             f"{decision['node'] or '?'}: {decision['cause']} ({decision['alert']}"
@@ -206,10 +207,32 @@ def plan(
         )
     return {
         "decisions": decisions,
-        "quarantine": [d for d in decisions if d["outcome"] == "quarantine"],
+        "quarantine": [d for d in decisions if d["outcome"] in ("quarantine", "release")],
         "quarantined_before": out_now,
         "breaker_limit": limit,
     }
+
+
+def _releases(
+    names: list[str], by_name: dict[str, Any], hosts: dict[str, str], quarantined: Any
+) -> list[dict[str, Any]]:
+    """A person's release of nodes held out (a GPU replaced): each goes back once the health gate passes."""
+    found = []
+    for node in names:
+        decision: dict[str, Any] = {"key": "", "alert": "release by request", "node": node, "host": hosts.get(node), "gpu": "",
+                    "uuid": "", "cause": "released by request (gpu_remediation_release)", "action": "release",
+                    "steps": []}  # fmt: skip
+        if node not in hosts or node not in by_name:
+            where = "the inventory's GPU nodes" if node not in hosts else "the GPU cluster's Nodes"
+            decision.update(outcome="unknown_node", why=f"node {node!r} is not one of {where}: nothing done")
+        elif not quarantined(by_name[node]):
+            decision.update(outcome="not_quarantined", why=f"{node} is not held out: nothing to release")
+        else:
+            decision.update(
+                outcome="release", why="health gate, then back in service (the gate fails the run otherwise)"
+            )
+        found.append(decision)
+    return found
 
 
 def handled_keys(audit_log: str) -> list[str]:

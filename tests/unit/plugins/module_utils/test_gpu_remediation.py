@@ -162,3 +162,11 @@ def test_quarantined_nodes_give_cause_age_and_whether_a_person_is_needed():
     assert rows[0]["line"] == ("gpu-b: XID 94 (contained ECC error), out since 2026-12-07T10:00:00Z (2 h), "
                                "labelled for replacement (gpufleet.io/replace=health-gate)")  # fmt: skip
     assert rows[1]["line"].endswith("(30 s), remediating") and "gpu-a: reset" in rows[1]["line"]
+
+
+def test_a_release_by_request_brings_back_only_a_node_held_out():
+    nodes = [node("gpu-a", True, {gr.REPLACE_LABEL: "health-gate"}), node("gpu-b"), node("gpu-c")]
+    result = plan([], nodes=nodes, release=["gpu-a", "gpu-b", "gone"])
+    assert outcomes(result) == [("gpu-a", "release"), ("gpu-b", "not_quarantined"), ("gone", "unknown_node")]
+    assert [d["node"] for d in result["quarantine"]] == ["gpu-a"]
+    assert gr.handled_keys('{"outcome": "released", "key": "", "keys": []}') == []

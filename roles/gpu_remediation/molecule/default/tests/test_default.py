@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import testinfra
 import yaml
 from kubernetes import client, config
 
@@ -110,3 +111,18 @@ def test_check_mode_prints_the_plan_and_changes_nothing(core):
     assert "rem-a: XID 79 (GPU has fallen off the bus) (GPUXidError, GPU 0) -> quarantine" in result.stdout
     assert len(audit()) == rows
     assert not quarantined(core.read_node("rem-a"))
+
+
+# Last: it brings rem-b back, which the breaker drill above needs out.
+def test_a_node_out_for_replacement_comes_back_by_request_once_the_gate_passes(core):
+    host = testinfra.get_host("ansible://rem-b", ansible_inventory=os.environ["MOLECULE_INVENTORY_FILE"])
+    refused = remediate([], "-e", '{"gpu_remediation_release": ["rem-b"]}')
+    assert refused.returncode != 0 and "row_remapping" in refused.stdout, refused.stdout[-3000:]
+    assert core.read_node("rem-b").spec.unschedulable  # the GPU still faulty: it stays out
+    host.run_expect([0], "rm -f /etc/gpufleet-fixture-row-remap-pending")  # the GPU replaced
+    result = remediate([], "-e", '{"gpu_remediation_release": ["rem-b"]}')
+    assert result.returncode == 0, result.stdout[-3000:]
+    node = core.read_node("rem-b")
+    assert not node.spec.unschedulable and not quarantined(node)
+    assert "gpufleet.io/replace" not in (node.metadata.labels or {})
+    assert [r["outcome"] for r in audit() if r["node"] == "rem-b"][-1] == "released"
