@@ -219,9 +219,10 @@ def _releases(
     """A person's release of nodes held out (a GPU replaced): each goes back once the health gate passes."""
     found = []
     for node in names:
-        decision: dict[str, Any] = {"key": "", "alert": "release by request", "node": node, "host": hosts.get(node), "gpu": "",
-                    "uuid": "", "cause": "released by request (gpu_remediation_release)", "action": "release",
-                    "steps": []}  # fmt: skip
+        decision: dict[str, Any] = {
+            "key": "", "alert": "release by request", "node": node, "host": hosts.get(node), "gpu": "", "uuid": "",
+            "cause": "released by request (gpu_remediation_release)", "action": "release", "steps": [],
+        }  # fmt: skip
         if node not in hosts or node not in by_name:
             where = "the inventory's GPU nodes" if node not in hosts else "the GPU cluster's Nodes"
             decision.update(outcome="unknown_node", why=f"node {node!r} is not one of {where}: nothing done")

@@ -117,7 +117,9 @@ def test_check_mode_prints_the_plan_and_changes_nothing(core):
 def test_a_node_out_for_replacement_comes_back_by_request_once_the_gate_passes(core):
     host = testinfra.get_host("ansible://rem-b", ansible_inventory=os.environ["MOLECULE_INVENTORY_FILE"])
     refused = remediate([], "-e", '{"gpu_remediation_release": ["rem-b"]}')
-    assert refused.returncode != 0 and "row_remapping" in refused.stdout, refused.stdout[-3000:]
+    out = refused.stdout + refused.stderr
+    assert refused.returncode != 0 and "row_remapping: GPU 0" in out, out[-3000:]
+    assert "a remap waits for a GPU reset" in out
     assert core.read_node("rem-b").spec.unschedulable  # the GPU still faulty: it stays out
     host.run_expect([0], "rm -f /etc/gpufleet-fixture-row-remap-pending")  # the GPU replaced
     result = remediate([], "-e", '{"gpu_remediation_release": ["rem-b"]}')
