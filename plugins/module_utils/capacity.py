@@ -85,7 +85,8 @@ def from_benchmark(
     }
 
 
-def _seconds(stamp: str) -> float:
+def iso_seconds(stamp: str) -> float:
+    """An RFC 3339 time as the API server writes it (2026-12-07T10:00:00Z) in seconds since the epoch."""
     return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
@@ -100,7 +101,7 @@ def cold_start_seconds(pods: list[dict[str, Any]]) -> float | None:
             (c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"), {}
         )  # fmt: skip
         if created and ready.get("status") == "True" and ready.get("lastTransitionTime"):
-            found.append(_seconds(ready["lastTransitionTime"]) - _seconds(created))
+            found.append(iso_seconds(ready["lastTransitionTime"]) - iso_seconds(created))
     return round(max(found), 1) if found else None
 
 

@@ -16,10 +16,12 @@ quarantined and the key unrecorded, so the next notification resumes it: it is t
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from typing import Any
 
+from ansible_collections.gpufleet.platform.plugins.module_utils.capacity import iso_seconds
 from ansible_collections.gpufleet.platform.plugins.module_utils.xid import ACTIONS, NONE, REBOOT, REPLACE, RESET, XIDS
 
 QUARANTINE_TAINT = "gpufleet.io/gpu-quarantine"
@@ -98,6 +100,17 @@ def problems(settings: dict[str, Any]) -> list[str]:
     return found
 
 
+def _quarantine_taints(node: dict[str, Any]) -> list[dict[str, Any]]:
+    return [t for t in (node.get("spec") or {}).get("taints") or [] if t.get("key") == QUARANTINE_TAINT]
+
+
+def _not_ours(node: str, hosts: dict[str, str], by_name: dict[str, Any]) -> str:
+    """Why a node cannot be acted on (not an inventory GPU node, or no Node of the cluster), or ''."""
+    if node not in hosts:
+        return f"node {node!r} is not one of the inventory's GPU nodes"
+    return "" if node in by_name else f"node {node!r} is not one of the GPU cluster's Nodes"
+
+
 def _node_of(alert: dict[str, Any]) -> str:
     labels = alert.get("labels") or {}
     return str(labels.get("Hostname") or labels.get("node") or "")
@@ -144,10 +157,7 @@ def plan(
     ladder = list(settings.get("ladder") or [])
     by_name = {n["metadata"]["name"]: n for n in nodes}
 
-    def quarantined(node: dict[str, Any]) -> bool:
-        return any(t.get("key") == QUARANTINE_TAINT for t in (node.get("spec") or {}).get("taints") or [])
-
-    out_now = sorted(name for name, n in by_name.items() if quarantined(n))
+    out_now = sorted(name for name, n in by_name.items() if _quarantine_taints(n))
     limit = breaker_limit(settings.get("breaker", 1), len(hosts))
     decisions: list[dict[str, Any]] = []
     chosen: dict[str, dict[str, Any]] = {}  # node -> its quarantine decision
@@ -167,9 +177,8 @@ def plan(
         }  # fmt: skip
         if action == NONE:
             decision.update(outcome="nothing_to_do", why="an application's fault: the GPU and its node stay in service")
-        elif node not in hosts or node not in by_name:
-            where = "the inventory's GPU nodes" if node not in hosts else "the GPU cluster's Nodes"
-            decision.update(outcome="unknown_node", why=f"node {node!r} is not one of {where}: nothing done, reported")
+        elif not_ours := _not_ours(node, hosts, by_name):
+            decision.update(outcome="unknown_node", why=f"{not_ours}: nothing done, reported")
         elif REPLACE_LABEL in (by_name[node]["metadata"].get("labels") or {}):
             decision.update(outcome="already_replacing", why=f"{node} is already out, labelled for replacement")
         elif node in chosen:
@@ -180,10 +189,10 @@ def plan(
                 first["cause"] += f"; {cause}"
             first.setdefault("keys", [first["key"]]).append(key)
             continue
-        elif node not in out_now and len(out_now) + sum(n not in out_now for n in chosen) >= limit:
+        elif node not in out_now and (out := len(out_now) + sum(n not in out_now for n in chosen)) >= limit:
             decision.update(
                 outcome="breaker",
-                why=f"the circuit breaker holds: {len(out_now) + sum(n not in out_now for n in chosen)} of at most "
+                why=f"the circuit breaker holds: {out} of at most "
                 f"{limit} GPU node(s) already quarantined ({', '.join(sorted({*out_now, *chosen}))}); reported only, "
                 "acted on at a later notification once one is back",
             )
@@ -198,7 +207,7 @@ def plan(
             decision["keys"] = [key]
             chosen[node] = decision
         decisions.append(decision)
-    decisions += _releases(settings.get("release") or [], by_name, hosts, quarantined)
+    decisions += _releases(settings.get("release") or [], by_name, hosts)
     for decision in decisions:
         decision["line"] = (
             f"{decision['node'] or '?'}: {decision['cause']} ({decision['alert']}"
@@ -213,9 +222,7 @@ def plan(
     }
 
 
-def _releases(
-    names: list[str], by_name: dict[str, Any], hosts: dict[str, str], quarantined: Any
-) -> list[dict[str, Any]]:
+def _releases(names: list[str], by_name: dict[str, Any], hosts: dict[str, str]) -> list[dict[str, Any]]:
     """A person's release of nodes held out (a GPU replaced): each goes back once the health gate passes."""
     found = []
     for node in names:
@@ -223,10 +230,9 @@ def _releases(
             "key": "", "alert": "release by request", "node": node, "host": hosts.get(node), "gpu": "", "uuid": "",
             "cause": "released by request (gpu_remediation_release)", "action": "release", "steps": [],
         }  # fmt: skip
-        if node not in hosts or node not in by_name:
-            where = "the inventory's GPU nodes" if node not in hosts else "the GPU cluster's Nodes"
-            decision.update(outcome="unknown_node", why=f"node {node!r} is not one of {where}: nothing done")
-        elif not quarantined(by_name[node]):
+        if not_ours := _not_ours(node, hosts, by_name):
+            decision.update(outcome="unknown_node", why=f"{not_ours}: nothing done")
+        elif not _quarantine_taints(by_name[node]):
             decision.update(outcome="not_quarantined", why=f"{node} is not held out: nothing to release")
         else:
             decision.update(
@@ -238,8 +244,6 @@ def _releases(
 
 def handled_keys(audit_log: str) -> list[str]:
     """The alert keys whose remediation ended, from the audit log's JSON lines."""
-    import json
-
     keys: list[str] = []
     for line in (audit_log or "").splitlines():
         try:
@@ -254,17 +258,16 @@ def handled_keys(audit_log: str) -> list[str]:
 def quarantined_nodes(nodes: list[dict[str, Any]], now: str) -> list[dict[str, Any]]:
     """The nodes a remediation holds out: each with its cause, start, age in seconds (``now`` and the start
     are ISO 8601 UTC) and whether it waits for replacement (a person's turn)."""
-    from datetime import datetime
 
     def seconds(stamp: str) -> float | None:
         try:
-            return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+            return iso_seconds(stamp)
         except (AttributeError, ValueError):
             return None
 
     out = []
     for node in nodes:
-        taints = [t for t in (node.get("spec") or {}).get("taints") or [] if t.get("key") == QUARANTINE_TAINT]
+        taints = _quarantine_taints(node)
         if not taints:
             continue
         meta = node.get("metadata") or {}

@@ -178,18 +178,14 @@ def start_rulebook(chain: Chain) -> None:
                              "-v"], env)  # fmt: skip
 
 
-NVIDIA_SMI = """#!/bin/sh
-# FIXTURE nvidia-smi (gpufleet lab tests): replays `nvidia-smi -q -x` captured on an H200.
-case " $* " in *" --gpu-reset "*) echo "GPU 00000000:19:00.0 was successfully reset."; exit 0 ;; esac
-exec cat /usr/share/gpufleet-fixture/nvidia-smi-q-x.xml
-"""
+NVIDIA_SMI = REPO_ROOT / "tests/fixtures/nvidia-smi-fixture.sh"
 
 
 @pytest.fixture(scope="module")
 def gpu_node(gpu_api) -> Iterator[None]:
     """worker-gpu2 with a FIXTURE nvidia-smi, and a pod that a drain must move."""
     xml = base64.b64encode((REPO_ROOT / "tests/fixtures/nvidia-smi-q-x.h200.xml").read_bytes()).decode()
-    script = base64.b64encode(NVIDIA_SMI.encode()).decode()
+    script = base64.b64encode(NVIDIA_SMI.read_bytes()).decode()
     labnodes.in_node(NODE, "mkdir -p /usr/share/gpufleet-fixture && "
                            f"echo {xml} | base64 -d > /usr/share/gpufleet-fixture/nvidia-smi-q-x.xml && "
                            f"echo {script} | base64 -d > /usr/local/bin/nvidia-smi && "
