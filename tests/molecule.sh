@@ -11,9 +11,12 @@
 # A scenario uses the lab when it runs against the lab's API servers (a cluster scenario) or names a
 # lab kubeconfig (`.lab/`); the others run only in containers of their own. `make test` runs the
 # --apart ones beside the lab's test suites, which leave a core idle much of the time, and the rest
-# after them. The cluster scenarios that add and remove the GPU cluster's monitoring CRDs (their
-# prepare imports molecule/shared/gpu_cluster_monitoring_crds.yml) never run two at once: in two
-# workers they all go to the first, the other cluster scenarios (each in namespaces of its own) to the
+# after them. The cluster scenarios that add and remove CRDs other scenarios read never run two at
+# once: those of the GPU cluster's monitoring (their prepare imports
+# molecule/shared/gpu_cluster_monitoring_crds.yml), and KEDA's and Argo Rollouts' (their molecule.yml
+# holds `# gpufleet: adds and removes CRDs`; the vllm and triton roles read which of them the cluster
+# knows, and a CRD gone between that read and the next task failed a check run). In two workers
+# they all go to the first, the other cluster scenarios (each in namespaces of its own) to the
 # second, and then the first takes host scenarios from the end of the list while the second takes
 # them from the start; a scenario is claimed with an atomic mkdir. Each scenario's output goes to .cache/molecule/<role>-<scenario>.log;
 # a failed one's end is printed.
@@ -37,8 +40,9 @@ is_cluster() {  # molecule.yml
   grep -qxF "# gpufleet: cluster scenario" "$1"
 }
 
-shares_crds() {  # molecule.yml: its scenario adds and removes the GPU cluster's monitoring CRDs
-  grep -qs "gpu_cluster_monitoring_crds.yml" "$(dirname "$1")/prepare.yml"
+shares_crds() {  # molecule.yml: its scenario adds and removes CRDs that other scenarios read
+  grep -qxF "# gpufleet: adds and removes CRDs" "$1" ||
+    grep -qs "gpu_cluster_monitoring_crds.yml" "$(dirname "$1")/prepare.yml"
 }
 
 scenario() {  # role/scenario [log]
