@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import os
 import re
@@ -385,14 +386,17 @@ def _rows(host: str, name: str, item: dict[str, Any]) -> list[CheckRow]:
 def _new_private_dir(check: bool) -> Path:
     # One private data dir per run: ansible-runner writes the run's settings
     # (cmdline, envvars) into it, and a shared one would hand them to the next run.
+    # mkdir claims the name: runs started in the same second from threads (slices) get one each.
     ident = time.strftime("%Y%m%dT%H%M%S") + ("-check" if check else "")
-    private: Path = RUNS_DIR / ident
-    suffix = 1
-    while private.exists():
-        private = RUNS_DIR / f"{ident}.{suffix}"
-        suffix += 1
-    private.mkdir(parents=True)
-    return private
+    RUNS_DIR.mkdir(parents=True, exist_ok=True)
+    for suffix in itertools.count():
+        private: Path = RUNS_DIR / (f"{ident}.{suffix}" if suffix else ident)
+        try:
+            private.mkdir()
+            return private
+        except FileExistsError:
+            continue
+    raise AssertionError("unreachable")
 
 
 def ansible_env() -> dict[str, str]:
