@@ -89,6 +89,18 @@ def test_a_check_run_does_not_leak_into_the_next_run(tmp_path, monkeypatch):
     assert "--check" not in command(plain)
 
 
+def test_runs_started_at_once_each_get_their_own_folder(tmp_path, monkeypatch):
+    # AWX-style slices started from threads in the same second: each claims a folder of its own.
+    from concurrent.futures import ThreadPoolExecutor
+
+    import gpufleet.runner as runner
+
+    monkeypatch.setattr(runner, "RUNS_DIR", tmp_path / "runs")
+    with ThreadPoolExecutor(8) as pool:
+        folders = list(pool.map(lambda _: runner._new_private_dir(False), range(8)))
+    assert len(set(folders)) == 8 and all(f.is_dir() for f in folders)
+
+
 def test_check_tasks_become_rows_of_the_verify_table():
     tracker = Tracker()
     ok = {"host": "localhost", "task": "Check: DCGM metrics", "res": {"msg": "19 metric(s) ok"}}
