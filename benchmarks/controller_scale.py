@@ -37,6 +37,7 @@ from typing import Any
 
 import yaml
 from gpufleet_lab import LAB_INVENTORY, LAB_ROOT, REPO_ROOT, lab_dir, standin_answers
+from gpufleet_lab import inventory as labinventory
 from gpufleet_lab.measure import PeakMemory
 
 PLAYBOOK = "playbooks/nodes.yml"
@@ -72,9 +73,7 @@ def playbook(inventories: list[Path], env: dict[str, str], log: Path, *args: str
 
 def record(recording: Path) -> None:
     """worker-gpu1 converged by the node plays, then their check run with every answer kept."""
-    address = yaml.safe_load(LAB_INVENTORY.read_text())["all"]["children"]["gpu_nodes"]["hosts"][RECORDED][
-        "ansible_host"
-    ]
+    address = next(host.address for host in labinventory.load_hosts() if host.name == RECORDED)
     shutil.rmtree(recording, ignore_errors=True)
     recording.mkdir(parents=True)
     env = environment(recording)

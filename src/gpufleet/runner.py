@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import itertools
 import json
 import os
 import re
@@ -389,14 +388,14 @@ def _new_private_dir(check: bool) -> Path:
     # mkdir claims the name: runs started in the same second from threads (slices) get one each.
     ident = time.strftime("%Y%m%dT%H%M%S") + ("-check" if check else "")
     RUNS_DIR.mkdir(parents=True, exist_ok=True)
-    for suffix in itertools.count():
-        private: Path = RUNS_DIR / (f"{ident}.{suffix}" if suffix else ident)
+    suffix = 0
+    while True:
+        private = RUNS_DIR / (f"{ident}.{suffix}" if suffix else ident)
         try:
             private.mkdir()
             return private
         except FileExistsError:
-            continue
-    raise AssertionError("unreachable")
+            suffix += 1
 
 
 def ansible_env() -> dict[str, str]:

@@ -2,8 +2,9 @@
 
 AWX (awx/main/models/inventory.py, Inventory.get_script_data and get_sliced_hosts) gives slice k of n
 the inventory's hosts ordered by name, every n-th from the k-th, and each group only its hosts in that
-slice; a group left with no hosts stays only where it has children or variables. What one slice
-cannot see is another slice's hosts: not in `groups`, not in `hostvars`.
+slice; every group stays, with its variables and children, empty where none of its hosts is in the
+slice ("add all groups as children of all group, includes empty groups"). What one slice cannot see
+is another slice's hosts: not in `groups`, not in `hostvars`.
 The controller is the exception here: AWX's inventories hold no localhost (Ansible's implicit one
 serves the plays and delegations on it), and the lab's inventory names it, so every slice keeps it.
 """
